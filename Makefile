@@ -1,0 +1,37 @@
+# ragpipe: `make demo` and `make test` work on a fresh machine (Python 3.11, no internet beyond PyPI).
+
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
+
+# Runs, sensor cursors and asset history persist in the instance configured by ./dagster.yaml.
+export DAGSTER_HOME := $(CURDIR)
+
+.PHONY: setup demo test ui bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	# unstructured[pdf] pulls torchvision, which breaks the CPU torch build; only hi_res PDF parsing needs it.
+	$(PY) -m pip uninstall -y -q torchvision || true
+	rm -f $(VENV)/.installed-* && touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/ragpipe demo
+
+test: setup
+	$(PY) -m pytest
+
+ui: setup
+	$(VENV)/bin/dagster dev -h 127.0.0.1
+
+bench: setup
+	$(PY) bench/ingest.py
+
+clean:
+	rm -rf warehouse/ragpipe.duckdb* warehouse/lancedb warehouse/.dagster

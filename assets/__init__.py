@@ -1,0 +1,27 @@
+"""The Dagster layer of ragpipe: thin asset, check, sensor and schedule definitions over the `ragpipe` library."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from ragpipe.settings import load_settings, settings_path
+
+from assets.evaluate import build_eval_assets
+from assets.ingest import build_ingest_assets
+from assets.resources import RagpipeResource
+
+
+def build_definitions(path: str | None = None) -> dg.Definitions:
+    """Assemble the code location from a settings file (explicit, $RAGPIPE_SETTINGS, or ./ragpipe.toml).
+
+    Reading the settings file here is cheap and deliberate: code versions derive from it. No database is
+    opened and no model is loaded until a run asks for them.
+    """
+    source = settings_path(path).resolve()
+    settings = load_settings(source)
+    all_assets = [*build_ingest_assets(settings), *build_eval_assets(settings)]
+    return dg.Definitions(
+        assets=all_assets,
+        jobs=[dg.define_asset_job("ragpipe_job", selection=dg.AssetSelection.all(), description="The whole graph.")],
+        resources={"ragpipe": RagpipeResource(settings_path=str(source))},
+    )

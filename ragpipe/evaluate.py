@@ -1,0 +1,229 @@
+"""The evaluation stages over the warehouse: golden set -> stamps -> retrievals -> answers -> verdicts."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from typing import Any, Callable
+
+import duckdb
+
+from ragpipe import store
+from ragpipe.answer import Answer, load_answerer
+from ragpipe.embed import Embedder, load_embedder
+from ragpipe.golden import GoldenProblem, GoldenSetError, GoldenTest, check_quotes, load_golden
+from ragpipe.restamp import ChunkSpan, Restamper
+from ragpipe.retrieve import metrics, retrieve
+from ragpipe.settings import Settings
+from ragpipe.verdict import decide
+from ragpipe.warehouse import transaction
+
+Log = Callable[[str], None]
+
+
+def _noop(msg: str) -> None:
+    pass
+
+
+def documents_text(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    return dict(con.execute("SELECT doc_id, text FROM documents").fetchall())
+
+
+def load_golden_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop) -> dict[str, Any]:
+    """Validate the golden set file (syntax, fields, duplicates, dates, quotes in the corpus) and record it."""
+    if settings.golden.path is None:
+        raise GoldenSetError([GoldenProblem(str(settings.source), 0, None, "golden.path", "no golden set configured; set [golden].path")])
+    golden = load_golden(settings.golden.path)
+    problems = check_quotes(golden, documents_text(con))
+    if problems:
+        raise GoldenSetError(problems)
+    with transaction(con):
+        con.execute("DELETE FROM golden_tests")
+        con.executemany(
+            "INSERT INTO golden_tests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                [t.question_id, t.kind, t.question, t.expected_answer, t.trap_value, t.quote, t.source, t.anchor_ids,
+                 t.embedder_tag, t.last_validated, t.line, str(golden.path), golden.sha256, run_id]
+                for t in golden.tests
+            ],
+        )
+    kinds = {k: sum(t.kind == k for t in golden.tests) for k in ("negative", "positive")}
+    log(f"golden set {golden.path}: {len(golden.tests)} tests ({kinds['negative']} negative, {kinds['positive']} positive)")
+    return {"tests": len(golden.tests), **kinds, "path": str(golden.path), "sha256": golden.sha256}
+
+
+def golden_tests(con: duckdb.DuckDBPyConnection) -> list[GoldenTest]:
+    rows = con.execute(
+        "SELECT question_id, question, expected_answer, kind, line, file_anchor_ids, quote, source, trap_value, "
+        "embedder_tag, CAST(last_validated AS VARCHAR) FROM golden_tests ORDER BY line"
+    ).fetchall()
+    return [GoldenTest(r[0], r[1], r[2], r[3], r[4], list(r[5] or []), r[6], r[7], r[8], r[9], r[10]) for r in rows]
+
+
+def restamper_for(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> Restamper:
+    spans = [ChunkSpan(*r) for r in con.execute(
+        "SELECT chunk_id, doc_id, start_char, end_char FROM chunks WHERE chunker_tag = ?", [chunker_tag]).fetchall()]
+    return Restamper(documents_text(con), spans)
+
+
+def stamp_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop) -> dict[str, Any]:
+    """Locate every test's quote in the current chunking and record the stamps (history is kept)."""
+    tag = settings.chunker_tag
+    stamper = restamper_for(con, tag)
+    t0 = time.perf_counter()
+    stamps = [stamper.stamp(t) for t in golden_tests(con)]
+    secs = time.perf_counter() - t0
+    with transaction(con):
+        con.executemany(
+            "INSERT INTO stamps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
+            [[tag, s.question_id, s.anchor, s.status, list(s.old_ids), list(s.new_ids), s.doc_id, s.reason, run_id] for s in stamps],
+        )
+    counts: dict[str, int] = {}
+    for st in stamps:
+        counts[st.status] = counts.get(st.status, 0) + 1
+    changed = [s for s in stamps if s.status not in ("unchanged",)]
+    for s in changed:
+        if s.status != "new":
+            log(f"stamp {s.question_id} ({s.anchor}): {s.status} {s.reason}")
+    log("stamps: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    return {"chunker_tag": tag, "tests": len(stamps), "seconds": round(secs, 4), **counts,
+            "changes": [dataclasses.asdict(s) for s in changed]}
+
+
+def current_anchors(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> dict[str, tuple[tuple[str, ...], str]]:
+    """question_id -> (anchor ids to require in the retrieved set, stamp status) under the current chunking."""
+    rows = con.execute(
+        "SELECT s.question_id, s.status, s.new_ids, s.old_ids FROM latest_stamps s "
+        "JOIN golden_tests g USING (question_id) WHERE s.chunker_tag = ?",
+        [chunker_tag],
+    ).fetchall()
+    return {qid: (tuple(new or ()) if status != "no_quote" else tuple(old or ()), status) for qid, status, new, old in rows}
+
+
+def retrieve_stage(
+    settings: Settings,
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    trigger: str = "manual",
+    log: Log = _noop,
+    embedder: Embedder | None = None,
+) -> dict[str, Any]:
+    """Open an eval run: retrieve top-k for every question and store every (question, rank, chunk, score)."""
+    emb = embedder or load_embedder(settings.embedder, settings.models_dir)
+    tests = golden_tests(con)
+    anchors = current_anchors(con, settings.chunker_tag)
+    table = store.open_table(store.connect(settings.lancedb_dir), emb.tag, emb.dims)
+    k, mode = settings.retriever.k, settings.retriever.mode
+    vectors = emb.encode([t.question for t in tests]) if mode != "fts" and tests else None
+    results = []
+    for i, t in enumerate(tests):
+        hits = retrieve(table, mode, k, t.question, vectors[i] if vectors is not None else None)
+        results.append((t.question_id, hits))
+    m = metrics([[h.chunk_id for h in hits] for _, hits in results],
+                [set(anchors.get(qid, ((), ""))[0]) for qid, _ in results], k)
+    golden_sha = con.execute("SELECT any_value(golden_sha256) FROM golden_tests").fetchone()[0] or ""
+    with transaction(con):
+        con.execute("DELETE FROM retrievals WHERE eval_run_id = ?", [run_id])
+        con.execute("DELETE FROM eval_runs WHERE eval_run_id = ?", [run_id])
+        con.execute(
+            "INSERT INTO eval_runs (eval_run_id, started_at, chunker_tag, embedder_tag, retriever, golden_sha256, n_tests, "
+            "trigger, hit_at_k, mrr, recall_at_k, k) VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [run_id, settings.chunker_tag, emb.tag, json.dumps(dataclasses.asdict(settings.retriever)), golden_sha,
+             len(tests), trigger, m["hit_at_k"], m["mrr"], m["recall_at_k"], k],
+        )
+        rows = [[run_id, qid, h.rank, h.chunk_id, h.score] for qid, hits in results for h in hits]
+        if rows:
+            con.executemany("INSERT INTO retrievals VALUES (?, ?, ?, ?, ?)", rows)
+    log(f"retrieved top-{k} ({mode}) for {len(tests)} questions: hit@{k}={m['hit_at_k']:.3f} MRR={m['mrr']:.3f}")
+    return {"eval_run_id": run_id, "questions": len(tests), "mode": mode, **m}
+
+
+def _latest(con: duckdb.DuckDBPyConnection, where: str) -> str:
+    row = con.execute(f"SELECT eval_run_id FROM eval_runs WHERE {where} ORDER BY started_at DESC LIMIT 1").fetchone()
+    if row is None:
+        raise RuntimeError("no eval run is ready for this stage; materialize `retrievals` first")
+    return row[0]
+
+
+def _public_answerer_settings(settings: Settings) -> str:
+    """The answerer's settings as stored: the name of the key's variable, never its value."""
+    return json.dumps(dataclasses.asdict(settings.answerer), sort_keys=True)
+
+
+def answer_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop) -> dict[str, Any]:
+    """Answer every question of the latest eval run from its retrieved chunks."""
+    eval_run_id = _latest(con, "TRUE")
+    questions = dict(con.execute("SELECT question_id, question FROM golden_tests").fetchall())
+    contexts: dict[str, list[str]] = {qid: [] for qid in questions}
+    for qid, text in con.execute(
+        "SELECT r.question_id, c.text FROM retrievals r JOIN eval_runs e USING (eval_run_id) "
+        "JOIN chunks c ON c.chunk_id = r.chunk_id AND c.chunker_tag = e.chunker_tag "
+        "WHERE r.eval_run_id = ? ORDER BY r.question_id, r.rank",
+        [eval_run_id],
+    ).fetchall():
+        if qid in contexts:
+            contexts[qid].append(text)
+    answerer = load_answerer(settings.answerer)
+    qids = sorted(questions)
+    t0 = time.perf_counter()
+    answers: list[Answer] = answerer.answer_all([(questions[q], contexts[q]) for q in qids])
+    secs = time.perf_counter() - t0
+    with transaction(con):
+        con.execute("DELETE FROM answers WHERE eval_run_id = ?", [eval_run_id])
+        con.executemany(
+            "INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [[eval_run_id, q, a.text, a.error, a.latency_s, a.input_tokens, a.output_tokens, a.support] for q, a in zip(qids, answers)],
+        )
+        con.execute(
+            "UPDATE eval_runs SET answerer = ?, answerer_label = ?, answered_run_id = ? WHERE eval_run_id = ?",
+            [_public_answerer_settings(settings), answerer.label, run_id, eval_run_id],
+        )
+    errors = sum(a.error is not None for a in answers)
+    log(f"answered {len(answers)} questions with {answerer.label} in {secs:.2f} s ({errors} errors)")
+    return {
+        "eval_run_id": eval_run_id,
+        "answerer": answerer.label,
+        "answers": len(answers),
+        "errors": errors,
+        "seconds": round(secs, 3),
+        "questions_per_s": round(len(answers) / secs, 2) if secs > 0 else None,
+        "input_tokens": sum(a.input_tokens for a in answers),
+        "output_tokens": sum(a.output_tokens for a in answers),
+    }
+
+
+def verdict_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop) -> dict[str, Any]:
+    """Judge every test of the latest answered eval run: pass, fail, did_not_run or error, plus unverified."""
+    eval_run_id = _latest(con, "answered_run_id IS NOT NULL")
+    run = con.execute("SELECT chunker_tag, embedder_tag FROM eval_runs WHERE eval_run_id = ?", [eval_run_id]).fetchone()
+    chunker_tag, embedder_tag = run
+    anchors = current_anchors(con, chunker_tag)
+    retrieved: dict[str, list[str]] = {}
+    for qid, cid in con.execute(
+        "SELECT question_id, chunk_id FROM retrievals WHERE eval_run_id = ? ORDER BY question_id, rank", [eval_run_id]
+    ).fetchall():
+        retrieved.setdefault(qid, []).append(cid)
+    answers = {
+        r[0]: Answer(r[1], r[3], r[4], r[5], error=r[2])
+        for r in con.execute(
+            "SELECT question_id, answer, error, latency_s, input_tokens, output_tokens FROM answers WHERE eval_run_id = ?", [eval_run_id]
+        ).fetchall()
+    }
+    verdicts = []
+    for t in golden_tests(con):
+        ids, status = anchors.get(t.question_id, ((), "missing"))
+        ans = answers.get(t.question_id) or Answer("", 0.0, 0, 0, error="no answer recorded for this test")
+        verdicts.append((t, decide(t, ids, status, retrieved.get(t.question_id, []), ans, settings.answerer.refusal_phrases, embedder_tag)))
+    with transaction(con):
+        con.execute("DELETE FROM verdicts WHERE eval_run_id = ?", [eval_run_id])
+        con.executemany(
+            "INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
+            [[eval_run_id, v.question_id, v.kind, v.verdict, v.reason, list(v.anchor_ids), v.anchor_retrieved, v.refused,
+              v.took_trap, v.matched_by, v.unverified, t.embedder_tag] for t, v in verdicts],
+        )
+        con.execute("UPDATE eval_runs SET verdict_run_id = ? WHERE eval_run_id = ?", [run_id, eval_run_id])
+    counts = {k: sum(v.verdict == k for _, v in verdicts) for k in ("pass", "fail", "did_not_run", "error")}
+    counts["unverified"] = sum(v.unverified for _, v in verdicts)
+    log("verdicts: " + ", ".join(f"{k}={n}" for k, n in counts.items()))
+    return {"eval_run_id": eval_run_id, "tests": len(verdicts), **counts}

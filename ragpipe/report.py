@@ -1,0 +1,156 @@
+"""The CI summary of the latest eval run: counts, then FAIL / TEST DID NOT RUN / UNVERIFIED / STAMPS MOVED,
+as text, JUnit XML and Markdown, and the gate's decision."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from xml.etree import ElementTree as ET
+
+import duckdb
+
+
+@dataclass
+class Row:
+    question_id: str
+    kind: str
+    verdict: str
+    reason: str
+    unverified: bool
+    test_embedder_tag: str | None
+    question: str
+
+
+@dataclass
+class EvalSummary:
+    eval_run_id: str
+    chunker_tag: str
+    embedder_tag: str
+    answerer: str
+    retriever: dict
+    metrics: dict[str, float]
+    rows: list[Row]
+    stamp_changes: list[tuple[str, str, str, str]] = field(default_factory=list)  # qid, anchor, status, reason
+
+    def count(self, verdict: str) -> int:
+        return sum(r.verdict == verdict for r in self.rows)
+
+    @property
+    def n_unverified(self) -> int:
+        return sum(r.unverified for r in self.rows)
+
+    def blocking(self, block: tuple[str, ...]) -> list[Row]:
+        return [r for r in self.rows if r.verdict in block or ("unverified" in block and r.unverified)]
+
+
+def load_summary(con: duckdb.DuckDBPyConnection) -> EvalSummary | None:
+    run = con.execute(
+        "SELECT eval_run_id, chunker_tag, embedder_tag, answerer_label, retriever, hit_at_k, mrr, recall_at_k, k "
+        "FROM latest_eval_run"
+    ).fetchone()
+    if run is None:
+        return None
+    rows = [
+        Row(*r)
+        for r in con.execute(
+            "SELECT v.question_id, v.kind, v.verdict, v.reason, v.unverified, v.test_embedder_tag, g.question "
+            "FROM verdicts v LEFT JOIN golden_tests g USING (question_id) WHERE v.eval_run_id = ? ORDER BY v.question_id",
+            [run[0]],
+        ).fetchall()
+    ]
+    changes = con.execute(
+        "SELECT question_id, anchor, status, reason FROM latest_stamps WHERE chunker_tag = ? AND status IN ('moved', 'split', 'missing', 'no_quote', 'new') "
+        "ORDER BY question_id",
+        [run[1]],
+    ).fetchall()
+    return EvalSummary(
+        eval_run_id=run[0], chunker_tag=run[1], embedder_tag=run[2], answerer=run[3] or "", retriever=json.loads(run[4]),
+        metrics={"hit_at_k": run[5], "mrr": run[6], "recall_at_k": run[7], "k": run[8]}, rows=rows,
+        stamp_changes=[tuple(c) for c in changes],
+    )
+
+
+SECTIONS = (
+    ("FAIL", lambda r: r.verdict == "fail"),
+    ("ERROR", lambda r: r.verdict == "error"),
+    ("TEST DID NOT RUN", lambda r: r.verdict == "did_not_run"),
+    ("UNVERIFIED UNDER CURRENT EMBEDDER", lambda r: r.unverified),
+)
+
+
+def _reason(r: Row, s: EvalSummary, title: str) -> str:
+    if title.startswith("UNVERIFIED"):
+        return f"validated under {r.test_embedder_tag or 'no embedder'}, current is {s.embedder_tag}"
+    return r.reason
+
+
+def render_text(s: EvalSummary, block: tuple[str, ...]) -> str:
+    m = s.metrics
+    lines = [
+        f"EVALUATION  run {s.eval_run_id}",
+        f"  chunker {s.chunker_tag} | embedder {s.embedder_tag} | retriever {s.retriever.get('mode')} top-{s.retriever.get('k')} | answerer {s.answerer}",
+        f"  {len(s.rows)} tests: {s.count('pass')} pass, {s.count('fail')} fail, {s.count('did_not_run')} did not run, "
+        f"{s.count('error')} error; {s.n_unverified} unverified under current embedder",
+        f"  retrieval of anchors: hit@{m['k']}={m['hit_at_k']:.3f}  MRR={m['mrr']:.3f}  recall@{m['k']}={m['recall_at_k']:.3f}",
+    ]
+    for title, pred in SECTIONS:
+        chosen = [r for r in s.rows if pred(r)]
+        if chosen:
+            lines.append(f"\n{title} ({len(chosen)})")
+            lines += [f"  {r.question_id:<10} {_reason(r, s, title)}" for r in chosen]
+    moved = [c for c in s.stamp_changes if c[2] in ("moved", "split", "missing", "no_quote")]
+    if moved:
+        lines.append(f"\nSTAMPS MOVED ({len(moved)})")
+        lines += [f"  {qid:<10} {anchor} {status}: {reason}" for qid, anchor, status, reason in moved]
+    blocking = s.blocking(block)
+    lines.append(
+        f"\nGATE: {'BLOCKED' if blocking else 'OK'} ({len(blocking)} blocking test(s); blocking verdicts: {', '.join(block)})"
+    )
+    return "\n".join(lines)
+
+
+def render_markdown(s: EvalSummary, block: tuple[str, ...]) -> str:
+    m = s.metrics
+    blocking = s.blocking(block)
+    out = [
+        f"## ragpipe evaluation: {'BLOCKED' if blocking else 'OK'}",
+        "",
+        f"chunker `{s.chunker_tag}`, embedder `{s.embedder_tag}`, retriever {s.retriever.get('mode')} top-{s.retriever.get('k')}, answerer {s.answerer}",
+        "",
+        "| pass | fail | did not run | error | unverified | hit@k | MRR |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+        f"| {s.count('pass')} | {s.count('fail')} | {s.count('did_not_run')} | {s.count('error')} | {s.n_unverified} | {m['hit_at_k']:.3f} | {m['mrr']:.3f} |",
+    ]
+    for title, pred in SECTIONS:
+        chosen = [r for r in s.rows if pred(r)]
+        if chosen:
+            out += ["", f"### {title} ({len(chosen)})", "", "| test | reason |", "|---|---|"]
+            out += [f"| `{r.question_id}` | {_reason(r, s, title).replace('|', '/')} |" for r in chosen]
+    moved = [c for c in s.stamp_changes if c[2] in ("moved", "split", "missing", "no_quote")]
+    if moved:
+        out += ["", f"### STAMPS MOVED ({len(moved)})", "", "| test | anchor | status | detail |", "|---|---|---|---|"]
+        out += [f"| `{q}` | {a} | {st} | {rs.replace('|', '/')} |" for q, a, st, rs in moved]
+    return "\n".join(out) + "\n"
+
+
+def render_junit(s: EvalSummary) -> str:
+    """One testcase per golden test; did-not-run is a skipped test with its reason (never a pass)."""
+    suite = ET.Element(
+        "testsuite",
+        name="ragpipe golden set",
+        tests=str(len(s.rows)),
+        failures=str(s.count("fail")),
+        errors=str(s.count("error")),
+        skipped=str(s.count("did_not_run")),
+    )
+    for r in s.rows:
+        case = ET.SubElement(suite, "testcase", classname=f"ragpipe.{r.kind}", name=r.question_id)
+        if r.verdict == "fail":
+            ET.SubElement(case, "failure", message=r.reason).text = r.question
+        elif r.verdict == "error":
+            ET.SubElement(case, "error", message=r.reason).text = r.question
+        elif r.verdict == "did_not_run":
+            ET.SubElement(case, "skipped", message=f"test did not run: {r.reason}")
+        if r.unverified:
+            ET.SubElement(case, "system-out").text = f"unverified under current embedder {s.embedder_tag}"
+    return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)

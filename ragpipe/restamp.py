@@ -1,0 +1,150 @@
+"""Re-stamp golden-set anchors: find the chunk(s) of the current chunking that hold each test's quote.
+
+Statuses: unchanged (same ids), moved (old id -> new id), split (the chunker cut through the quote: every part
+is stamped, and the anchor counts as retrieved only when all parts are), missing (the quote is no longer in the
+corpus), new (first stamping), no_quote (cannot re-stamp: the test has ids but no quote).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from ragpipe.golden import GoldenTest
+
+_WS = re.compile(r"\s+")
+
+
+def normalize(text: str) -> str:
+    return _WS.sub(" ", text).strip()
+
+
+@dataclass(frozen=True)
+class ChunkSpan:
+    chunk_id: str
+    doc_id: str
+    start_char: int
+    end_char: int
+
+
+@dataclass(frozen=True)
+class Stamp:
+    question_id: str
+    anchor: str  # "trap" | "evidence"
+    status: str
+    old_ids: tuple[str, ...]
+    new_ids: tuple[str, ...]
+    doc_id: str | None
+    reason: str
+
+
+class _NormalizedDoc:
+    """A document's whitespace-normalized text with a map back to original character offsets."""
+
+    def __init__(self, text: str):
+        seg_norm: list[int] = []
+        seg_orig: list[int] = []
+        parts: list[str] = []
+        pos = 0
+        for m in re.finditer(r"\S+", text):
+            if parts:
+                pos += 1
+            seg_norm.append(pos)
+            seg_orig.append(m.start())
+            parts.append(m.group())
+            pos += len(m.group())
+        self.text = " ".join(parts)
+        self._norm = seg_norm
+        self._orig = seg_orig
+
+    def to_orig(self, norm_pos: int) -> int:
+        i = max(0, bisect.bisect_right(self._norm, norm_pos) - 1)
+        return self._orig[i] + (norm_pos - self._norm[i])
+
+    def find(self, quote: str) -> tuple[int, int] | None:
+        """Original-text span of the normalized quote, or None."""
+        at = self.text.find(quote)
+        if at < 0:
+            return None
+        end = at + len(quote) - 1  # last character, always inside a segment
+        return self.to_orig(at), self.to_orig(end) + 1
+
+
+class Restamper:
+    """Index the current chunking once; stamp any number of tests against it quickly."""
+
+    def __init__(self, documents: dict[str, str], chunks: Iterable[ChunkSpan]):
+        self.documents = documents
+        self._norm: dict[str, _NormalizedDoc] = {}
+        self._by_doc: dict[str, list[ChunkSpan]] = {}
+        self._ids: set[str] = set()
+        for c in chunks:
+            self._by_doc.setdefault(c.doc_id, []).append(c)
+            self._ids.add(c.chunk_id)
+        self._starts: dict[str, list[int]] = {}
+        for doc_id, cs in self._by_doc.items():
+            cs.sort(key=lambda c: (c.start_char, c.end_char))
+            self._starts[doc_id] = [c.start_char for c in cs]
+
+    def _doc(self, doc_id: str) -> _NormalizedDoc:
+        nd = self._norm.get(doc_id)
+        if nd is None:
+            nd = self._norm[doc_id] = _NormalizedDoc(self.documents[doc_id])
+        return nd
+
+    def locate(self, quote: str, source: str | None) -> tuple[str, int, int] | None:
+        q = normalize(quote)
+        if not q:
+            return None
+        candidates = [source] if source in self.documents else ([] if source else sorted(self.documents))
+        for doc_id in candidates:
+            span = self._doc(doc_id).find(q)  # type: ignore[arg-type]
+            if span:
+                return doc_id, span[0], span[1]  # type: ignore[return-value]
+        return None
+
+    def covering_chunks(self, doc_id: str, start: int, end: int) -> list[str]:
+        """One chunk that holds the whole span if there is one; else the chunks that together cover it."""
+        cs = self._by_doc.get(doc_id, [])
+        hi = bisect.bisect_right(self._starts.get(doc_id, []), start)
+        # A chunk holding the whole span starts at or before `start`; overlap means several may qualify.
+        holders = [c for c in cs[:hi] if c.end_char >= end]
+        if holders:
+            return [min(holders, key=lambda c: c.end_char - c.start_char).chunk_id]
+        parts = [c for c in cs if c.start_char < end and c.end_char > start]
+        return [c.chunk_id for c in parts]
+
+    def stamp(self, test: GoldenTest) -> Stamp:
+        anchor = "trap" if test.kind == "negative" else "evidence"
+        old = tuple(test.anchor_ids)
+        if not test.quote:
+            status = "no_quote"
+            present = all(i in self._ids for i in old)
+            reason = f"cannot re-stamp: no {anchor}_quote" + ("" if present else "; its chunk id is not in the current chunking")
+            return Stamp(test.question_id, anchor, status, old, old, test.source, reason)
+        found = self.locate(test.quote, test.source)
+        if found is None:
+            where = f"in {test.source}" if test.source else "anywhere in the corpus"
+            return Stamp(test.question_id, anchor, "missing", old, (), test.source, f"{anchor} quote no longer found {where}")
+        doc_id, start, end = found
+        new = tuple(self.covering_chunks(doc_id, start, end))
+        if not new:
+            return Stamp(test.question_id, anchor, "missing", old, (), doc_id, f"{anchor} quote found in {doc_id} but no chunk covers it")
+        if len(new) > 1:
+            status, reason = "split", f"the chunker cut through the {anchor} quote: {len(new)} parts"
+        elif not old:
+            status, reason = "new", f"stamped {new[0]}"
+        elif new == old:
+            status, reason = "unchanged", ""
+        else:
+            status, reason = "moved", f"{', '.join(old)} -> {new[0]}"
+        return Stamp(test.question_id, anchor, status, old, new, doc_id, reason)
+
+
+def id_value(ids: tuple[str, ...]) -> str | list[str] | None:
+    """How ids are written to the golden set file: a string, or a list for a split anchor."""
+    if not ids:
+        return None
+    return ids[0] if len(ids) == 1 else list(ids)

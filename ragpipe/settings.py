@@ -1,0 +1,309 @@
+"""Load ragpipe.toml: the one settings file for every stage, and the stage fingerprints derived from it."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SETTINGS_ENV = "RAGPIPE_SETTINGS"
+DEFAULT_FILE = "ragpipe.toml"
+
+# Bump a stage's implementation version when its code changes what it produces;
+# together with the hash of the stage's own settings it forms the Dagster code version.
+IMPL_VERSIONS = {
+    "corpus": "1",
+    "parser": "1",
+    "chunker": "1",
+    "embedder": "1",
+    "golden": "1",
+    "retriever": "1",
+    "answerer": "1",
+    "verdict": "1",
+}
+
+# The settings sections each stage's code version hashes (a stage sees only its own settings).
+STAGE_SECTIONS = {
+    "corpus": ("corpus",),
+    "parser": ("parser",),
+    "chunker": ("chunker",),
+    "embedder": ("embedder",),
+    "golden": ("golden",),
+    "retriever": ("retriever",),
+    "answerer": ("answerer",),
+    "verdict": ("gate",),
+}
+
+
+class SettingsError(ValueError):
+    """A settings file that cannot be used; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class CorpusSettings:
+    dir: Path
+    exclude: tuple[str, ...] = ("README.md", "**/.*")
+
+
+@dataclass(frozen=True)
+class ParserSettings:
+    pdf_strategy: str = "fast"
+
+
+@dataclass(frozen=True)
+class ChunkerSettings:
+    strategy: str = "by_title"
+    max_characters: int = 800
+    new_after_n_chars: int = 600
+    overlap: int = 0
+    combine_text_under_n_chars: int = 200
+
+
+@dataclass(frozen=True)
+class EmbedderSettings:
+    name: str = "minilm"
+    batch_size: int = 64
+    device: str = "cpu"
+
+
+@dataclass(frozen=True)
+class GoldenSettings:
+    path: Path | None = None
+
+
+@dataclass(frozen=True)
+class RetrieverSettings:
+    mode: str = "hybrid"  # vector | fts | hybrid
+    k: int = 5
+
+
+@dataclass(frozen=True)
+class OpenAISettings:
+    base_url: str = "http://127.0.0.1:8000/v1"
+    model: str = "gpt-4o-mini"
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 30.0
+    max_retries: int = 3
+    concurrency: int = 4
+    max_tokens: int = 128
+
+
+@dataclass(frozen=True)
+class AnswererSettings:
+    kind: str = "extractive"  # extractive | smollm2 | openai
+    refusal_phrase: str = "not in documents"
+    min_support: float = 0.5
+    refusal_phrases: tuple[str, ...] = (
+        "not in documents",
+        "not in the documents",
+        "no information",
+        "cannot find",
+        "can't find",
+        "could not find",
+        "does not contain",
+        "do not contain",
+        "not mentioned",
+        "not provided",
+        "i don't know",
+        "i do not know",
+        "unable to answer",
+        "no answer",
+    )
+    openai: OpenAISettings = field(default_factory=OpenAISettings)
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    block: tuple[str, ...] = ("fail", "did_not_run", "error")
+    check_severity: str = "WARN"  # severity of the asset checks on verdicts: WARN or ERROR
+
+
+@dataclass(frozen=True)
+class Settings:
+    source: Path
+    root: Path
+    warehouse_dir: Path
+    corpus: CorpusSettings
+    parser: ParserSettings = field(default_factory=ParserSettings)
+    chunker: ChunkerSettings = field(default_factory=ChunkerSettings)
+    embedder: EmbedderSettings = field(default_factory=EmbedderSettings)
+    golden: GoldenSettings = field(default_factory=GoldenSettings)
+    retriever: RetrieverSettings = field(default_factory=RetrieverSettings)
+    answerer: AnswererSettings = field(default_factory=AnswererSettings)
+    gate: GateSettings = field(default_factory=GateSettings)
+
+    @property
+    def duckdb_path(self) -> Path:
+        return self.warehouse_dir / "ragpipe.duckdb"
+
+    @property
+    def lancedb_dir(self) -> Path:
+        return self.warehouse_dir / "lancedb"
+
+    @property
+    def models_dir(self) -> Path:
+        return self.warehouse_dir / "models"
+
+    def stage_hash(self, stage: str) -> str:
+        """A short hash of one stage's settings (paths made relative so the hash is machine-independent)."""
+        payload = {name: _jsonable(dataclasses.asdict(getattr(self, name)), self.root) for name in STAGE_SECTIONS[stage]}
+        digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+        return digest[:10]
+
+    def code_version(self, stage: str) -> str:
+        return f"v{IMPL_VERSIONS[stage]}-{self.stage_hash(stage)}"
+
+    @property
+    def chunker_tag(self) -> str:
+        """Identifies a chunking: strategy plus the hash of every chunker parameter."""
+        return f"{self.chunker.strategy}-{self.stage_hash('chunker')}"
+
+
+def _jsonable(value: Any, root: Path) -> Any:
+    if isinstance(value, Path):
+        try:
+            return value.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            return value.as_posix()
+    if isinstance(value, dict):
+        return {k: _jsonable(v, root) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v, root) for v in value]
+    return value
+
+
+def settings_path(explicit: str | os.PathLike[str] | None = None) -> Path:
+    if explicit:
+        return Path(explicit)
+    if os.environ.get(SETTINGS_ENV):
+        return Path(os.environ[SETTINGS_ENV])
+    return Path.cwd() / DEFAULT_FILE
+
+
+def _build(cls: type, data: dict[str, Any], where: str, source: Path) -> Any:
+    """Instantiate a settings dataclass, naming unknown keys and wrong types precisely."""
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise SettingsError(
+            f"{source}: unknown key(s) {', '.join(f'[{where}].{k}' for k in unknown)}; "
+            f"allowed: {', '.join(sorted(known))}"
+        )
+    kwargs: dict[str, Any] = {}
+    defaults = cls.__dataclass_fields__
+    for name, value in data.items():
+        f = defaults[name]
+        default = f.default if f.default is not dataclasses.MISSING else None
+        if default is None and f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+            default = f.default_factory()  # type: ignore[misc]
+        if dataclasses.is_dataclass(default):
+            if not isinstance(value, dict):
+                raise SettingsError(f"{source}: [{where}.{name}] must be a table")
+            kwargs[name] = _build(type(default), value, f"{where}.{name}", source)
+            continue
+        if isinstance(default, tuple):
+            if not isinstance(value, list):
+                raise SettingsError(f"{source}: [{where}].{name} must be a list, got {value!r}")
+            value = tuple(value)
+        elif isinstance(default, bool) or isinstance(value, bool):
+            if not isinstance(value, bool) or not isinstance(default, (bool, type(None))):
+                raise SettingsError(f"{source}: [{where}].{name} has the wrong type: {value!r}")
+        elif isinstance(default, float) and isinstance(value, int):
+            value = float(value)
+        elif default is not None and not isinstance(value, type(default)):
+            raise SettingsError(
+                f"{source}: [{where}].{name} must be {type(default).__name__}, got {value!r}"
+            )
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
+    """Read the settings file (explicit path, else $RAGPIPE_SETTINGS, else ./ragpipe.toml)."""
+    source = settings_path(path).resolve()
+    if not source.is_file():
+        raise SettingsError(
+            f"settings file {source} not found; create it (see ragpipe.toml in the project root) "
+            f"or point {SETTINGS_ENV} at one"
+        )
+    try:
+        raw = tomllib.loads(source.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{source}: not valid TOML: {exc}") from exc
+    return settings_from_dict(raw, source)
+
+
+def settings_from_dict(raw: dict[str, Any], source: Path) -> Settings:
+    root = source.parent
+    allowed = {"warehouse", "corpus", "parser", "chunker", "embedder", "golden", "retriever", "answerer", "gate"}
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise SettingsError(f"{source}: unknown section(s) {unknown}; allowed: {sorted(allowed)}")
+
+    def resolve(p: str) -> Path:
+        q = Path(p).expanduser()
+        return q if q.is_absolute() else (root / q)
+
+    warehouse = dict(raw.get("warehouse", {}))
+    warehouse_dir = resolve(str(warehouse.pop("dir", "warehouse")))
+    if warehouse:
+        raise SettingsError(f"{source}: unknown key(s) in [warehouse]: {sorted(warehouse)}; allowed: dir")
+
+    corpus_raw = dict(raw.get("corpus", {}))
+    if "dir" not in corpus_raw:
+        raise SettingsError(f"{source}: [corpus].dir is required (the directory of documents to ingest)")
+    corpus_raw["dir"] = resolve(str(corpus_raw["dir"]))
+    corpus = CorpusSettings(
+        dir=corpus_raw.pop("dir"), exclude=tuple(corpus_raw.pop("exclude", CorpusSettings.exclude))
+    )
+    if corpus_raw:
+        raise SettingsError(f"{source}: unknown key(s) in [corpus]: {sorted(corpus_raw)}; allowed: dir, exclude")
+
+    golden_raw = dict(raw.get("golden", {}))
+    golden = GoldenSettings(path=resolve(str(golden_raw.pop("path"))) if "path" in golden_raw else None)
+    if golden_raw:
+        raise SettingsError(f"{source}: unknown key(s) in [golden]: {sorted(golden_raw)}; allowed: path")
+
+    settings = Settings(
+        source=source,
+        root=root,
+        warehouse_dir=warehouse_dir,
+        corpus=corpus,
+        parser=_build(ParserSettings, raw.get("parser", {}), "parser", source),
+        chunker=_build(ChunkerSettings, raw.get("chunker", {}), "chunker", source),
+        embedder=_build(EmbedderSettings, raw.get("embedder", {}), "embedder", source),
+        golden=golden,
+        retriever=_build(RetrieverSettings, raw.get("retriever", {}), "retriever", source),
+        answerer=_build(AnswererSettings, raw.get("answerer", {}), "answerer", source),
+        gate=_build(GateSettings, raw.get("gate", {}), "gate", source),
+    )
+    _validate(settings)
+    return settings
+
+
+def _validate(s: Settings) -> None:
+    src = s.source
+    if s.chunker.strategy not in ("by_title", "basic"):
+        raise SettingsError(f"{src}: [chunker].strategy must be 'by_title' or 'basic', got {s.chunker.strategy!r}")
+    if s.chunker.max_characters < 50:
+        raise SettingsError(f"{src}: [chunker].max_characters must be at least 50")
+    if not 0 <= s.chunker.overlap < s.chunker.max_characters:
+        raise SettingsError(f"{src}: [chunker].overlap must be >= 0 and below max_characters")
+    if s.parser.pdf_strategy not in ("fast", "auto", "hi_res", "ocr_only"):
+        raise SettingsError(f"{src}: [parser].pdf_strategy must be fast, auto, hi_res or ocr_only")
+    if s.retriever.mode not in ("vector", "fts", "hybrid"):
+        raise SettingsError(f"{src}: [retriever].mode must be vector, fts or hybrid, got {s.retriever.mode!r}")
+    if s.retriever.k < 1:
+        raise SettingsError(f"{src}: [retriever].k must be at least 1")
+    if s.answerer.kind not in ("extractive", "smollm2", "openai"):
+        raise SettingsError(f"{src}: [answerer].kind must be extractive, smollm2 or openai")
+    bad = set(s.gate.block) - {"fail", "did_not_run", "error", "unverified"}
+    if bad:
+        raise SettingsError(f"{src}: [gate].block has unknown verdicts {sorted(bad)}")
+    if s.gate.check_severity not in ("WARN", "ERROR"):
+        raise SettingsError(f"{src}: [gate].check_severity must be WARN or ERROR")

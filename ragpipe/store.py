@@ -1,0 +1,152 @@
+"""LanceDB vector store: one table per embedder tag, synced incrementally by content hash."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+
+from ragpipe.chunk import Chunk
+from ragpipe.embed import Embedder, Progress
+
+
+def table_name(embedder_tag: str) -> str:
+    return "emb_" + re.sub(r"[^A-Za-z0-9_]+", "_", embedder_tag)
+
+
+def connect(lancedb_dir: Path) -> Any:
+    import lancedb
+
+    lancedb_dir.mkdir(parents=True, exist_ok=True)
+    return lancedb.connect(str(lancedb_dir))
+
+
+def _schema(dims: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("chunk_id", pa.string()),
+            pa.field("doc_id", pa.string()),
+            pa.field("text", pa.string()),
+            pa.field("content_hash", pa.string()),
+            pa.field("n_tokens", pa.int32()),
+            pa.field("run_id", pa.string()),
+            pa.field("vector", pa.list_(pa.float32(), dims)),
+        ]
+    )
+
+
+def open_table(db: Any, embedder_tag: str, dims: int) -> Any:
+    name = table_name(embedder_tag)
+    try:
+        return db.open_table(name)
+    except ValueError:  # LanceDB's "table not found"
+        return db.create_table(name, schema=_schema(dims), exist_ok=True)
+
+
+@dataclass
+class SyncStats:
+    current: int = 0
+    embedded: int = 0
+    reused: int = 0
+    deleted: int = 0
+    kept: int = 0
+    encode_seconds: float = 0.0
+
+
+def _sql_list(values: list[str]) -> str:
+    return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
+
+
+def sync_vectors(
+    db: Any,
+    embedder: Embedder,
+    chunks: list[Chunk],
+    run_id: str,
+    progress: Progress | None = None,
+    log: Callable[[str], None] | None = None,
+) -> tuple[Any, SyncStats]:
+    """Make the embedder's table hold exactly `chunks`. Unchanged chunks are never re-embedded.
+
+    Order matters for crash safety: new rows are added before stale ones are deleted, and the diff is
+    recomputed from the table itself on every run, so a run killed at any point is completed by the next.
+    """
+    import time
+
+    table = open_table(db, embedder.tag, embedder.dims)
+    stats = SyncStats(current=len(chunks))
+    existing = table.to_arrow().select(["chunk_id", "content_hash"]).to_pylist() if table.count_rows() else []
+    existing_ids = {r["chunk_id"] for r in existing}
+    wanted = {c.chunk_id: c for c in chunks}
+    to_add = [c for cid, c in wanted.items() if cid not in existing_ids]
+    stale = sorted(existing_ids - set(wanted))
+    stats.kept = len(existing_ids & set(wanted))
+
+    # The cache key is (embedder tag, content hash): a chunk whose text is already embedded reuses that vector.
+    known_hashes = {r["content_hash"] for r in existing}
+    reuse = [c for c in to_add if c.content_hash in known_hashes]
+    fresh = [c for c in to_add if c.content_hash not in known_hashes]
+    vectors: dict[str, np.ndarray] = {}
+    if reuse:
+        hashes = sorted({c.content_hash for c in reuse})
+        for i in range(0, len(hashes), 500):
+            rows = table.search().where(f"content_hash IN ({_sql_list(hashes[i:i + 500])})").limit(None).to_arrow()
+            for h, v in zip(rows["content_hash"].to_pylist(), rows["vector"].to_numpy(zero_copy_only=False)):
+                vectors[h] = np.asarray(v, dtype=np.float32)
+    # Identical new texts are embedded once.
+    unique_fresh: dict[str, str] = {}
+    for c in fresh:
+        unique_fresh.setdefault(c.content_hash, c.text)
+    if unique_fresh:
+        t0 = time.perf_counter()
+        texts = list(unique_fresh.values())
+        encoded = embedder.encode(texts, progress=progress)
+        stats.encode_seconds = time.perf_counter() - t0
+        for h, v in zip(unique_fresh, encoded):
+            vectors[h] = v
+    stats.embedded = len(unique_fresh)
+    stats.reused = len(to_add) - len(fresh)
+
+    if to_add:
+        n_tokens = embedder.count_tokens([c.text for c in to_add])
+        batch = pa.table(
+            {
+                "chunk_id": [c.chunk_id for c in to_add],
+                "doc_id": [c.doc_id for c in to_add],
+                "text": [c.text for c in to_add],
+                "content_hash": [c.content_hash for c in to_add],
+                "n_tokens": pa.array(n_tokens, pa.int32()),
+                "run_id": [run_id] * len(to_add),
+                "vector": pa.FixedSizeListArray.from_arrays(
+                    pa.array(np.stack([vectors[c.content_hash] for c in to_add]).ravel(), pa.float32()), embedder.dims
+                ),
+            },
+            schema=_schema(embedder.dims),
+        )
+        table.add(batch)
+    for i in range(0, len(stale), 500):
+        table.delete(f"chunk_id IN ({_sql_list(stale[i:i + 500])})")
+    stats.deleted = len(stale)
+    if log:
+        log(
+            f"vectors for {embedder.tag}: {stats.current} current, {stats.embedded} embedded, "
+            f"{stats.reused} reused by content hash, {stats.deleted} deleted"
+        )
+    return table, stats
+
+
+def ensure_fts_index(table: Any) -> None:
+    """LanceDB's native BM25 full-text index on the chunk text (rebuilt after each sync)."""
+    if table.count_rows():
+        import warnings
+
+        with warnings.catch_warnings():  # the replacement API (create_index with FTS config) is not stable yet
+            warnings.simplefilter("ignore", DeprecationWarning)
+            table.create_fts_index("text", replace=True, use_tantivy=False)
+
+
+def table_rows(table: Any, columns: list[str]) -> list[dict[str, Any]]:
+    return table.to_arrow().select(columns).to_pylist() if table.count_rows() else []

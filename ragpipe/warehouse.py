@@ -1,0 +1,98 @@
+"""The DuckDB warehouse: connections with bounded lock waits, and numbered SQL migrations."""
+
+from __future__ import annotations
+
+import re
+import time
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+
+MIGRATIONS_PACKAGE = "ragpipe.migrations"
+
+
+class WarehouseBusy(RuntimeError):
+    """Another process holds the DuckDB writer lock for longer than we were willing to wait."""
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """(number, name, sql) for every ragpipe/migrations/NNN_name.sql, in order."""
+    found = []
+    for entry in resources.files(MIGRATIONS_PACKAGE).iterdir():
+        m = re.fullmatch(r"(\d{3})_(\w+)\.sql", entry.name)
+        if m:
+            found.append((int(m.group(1)), m.group(2), entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """Apply pending migrations, each in its own transaction; returns the numbers applied."""
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS _migrations (version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP)"
+    )
+    done = {r[0] for r in con.execute("SELECT version FROM _migrations").fetchall()}
+    applied = []
+    for number, name, sql in migrations():
+        if number in done:
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(sql)
+            con.execute("INSERT INTO _migrations VALUES (?, ?, now())", [number, name])
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+        applied.append(number)
+    return applied
+
+
+def _is_lock_error(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "lock" in text or "conflicting" in text or "could not set lock" in text
+
+
+@contextmanager
+def connect(path: Path, read_only: bool = False, wait_s: float = 30.0) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open the warehouse, waiting up to `wait_s` for another process's writer lock; migrate when writing."""
+    path = Path(path)
+    if read_only and not path.exists():
+        raise FileNotFoundError(f"no warehouse at {path}; run `make demo` or `ragpipe ci` first to create it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait_s
+    delay = 0.1
+    while True:
+        try:
+            con = duckdb.connect(str(path), read_only=read_only)
+            break
+        except duckdb.IOException as exc:
+            if not _is_lock_error(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise WarehouseBusy(
+                    f"the warehouse {path} is locked by another process (a ragpipe run is writing); "
+                    f"waited {wait_s:g} s. Try again when the run has finished."
+                ) from None
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+    try:
+        if not read_only:
+            migrate(con)
+        yield con
+    finally:
+        con.close()
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """All-or-nothing writes: a run killed half-way leaves the previous state, and the next run redoes the work."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")

@@ -1,0 +1,60 @@
+"""Settings: one file, per-stage code versions, clear errors."""
+
+from pathlib import Path
+
+import pytest
+
+from assets import build_definitions
+from ragpipe.settings import SettingsError, load_settings
+
+from conftest import Project, make_project
+
+
+def _code_versions(p: Project) -> dict[str, str]:
+    defs = build_definitions(str(p.settings_file))
+    graph = defs.resolve_asset_graph()
+    return {k.to_user_string(): graph.get(k).code_version for k in graph.get_all_asset_keys()}
+
+
+def test_chunker_change_versions_chunks_not_embeddings(tmp_path: Path) -> None:
+    p = make_project(tmp_path / "p")
+    before = _code_versions(p)
+    p.configure(max_characters=500)
+    after = _code_versions(p)
+    assert after["chunks"] != before["chunks"]
+    assert after["embeddings"] == before["embeddings"]
+    assert after["documents"] == before["documents"]
+
+
+def test_embedder_change_versions_embeddings_not_chunks(tmp_path: Path) -> None:
+    p = make_project(tmp_path / "p")
+    before = _code_versions(p)
+    p.configure(embedder="minilm-static")
+    after = _code_versions(p)
+    assert after["embeddings"] != before["embeddings"]
+    assert after["chunks"] == before["chunks"]
+    assert after["retrievals"] == before["retrievals"]
+
+
+def test_settings_errors_name_file_and_field(tmp_path: Path) -> None:
+    f = tmp_path / "ragpipe.toml"
+    f.write_text('[corpus]\ndir = "c"\n[chunker]\nstrategy = "sentences"\n')
+    with pytest.raises(SettingsError, match=r"ragpipe.toml.*\[chunker\].strategy"):
+        load_settings(f)
+    f.write_text('[corpus]\ndir = "c"\n[chunker]\nmax_characters = "big"\n')
+    with pytest.raises(SettingsError, match=r"\[chunker\].max_characters must be int"):
+        load_settings(f)
+    f.write_text('[corpus]\ndir = "c"\n[embedder]\nmodel = "x"\n')
+    with pytest.raises(SettingsError, match=r"unknown key.*\[embedder\].model"):
+        load_settings(f)
+    with pytest.raises(SettingsError, match="not found"):
+        load_settings(tmp_path / "missing.toml")
+
+
+def test_settings_path_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = tmp_path / "other.toml"
+    f.write_text('[corpus]\ndir = "docs"\n')
+    monkeypatch.setenv("RAGPIPE_SETTINGS", str(f))
+    s = load_settings()
+    assert s.corpus.dir == tmp_path / "docs"
+    assert s.duckdb_path == tmp_path / "warehouse" / "ragpipe.duckdb"
