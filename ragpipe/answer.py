@@ -6,6 +6,7 @@ never an exception that stops the run and never an empty string that could pass 
 
 from __future__ import annotations
 
+import http.client
 import json
 import math
 import os
@@ -181,6 +182,7 @@ class OpenAIAnswerer:
                     int(usage.get("completion_tokens") or 0),
                 )
             except urllib.error.HTTPError as exc:
+                exc.close()  # release the error response's connection
                 last = f"HTTP {exc.code} from {self.cfg.base_url}"
                 retry = exc.code == 429 or exc.code >= 500
                 if exc.code in (401, 403):
@@ -189,7 +191,10 @@ class OpenAIAnswerer:
                 reason = getattr(exc, "reason", exc)
                 last = f"cannot reach {self.cfg.base_url}: {reason}"
                 retry = True
-            except (KeyError, IndexError, TypeError, ValueError) as exc:
+            except http.client.HTTPException as exc:  # IncompleteRead, BadStatusLine: not OSErrors
+                last = f"broken response from {self.cfg.base_url}: {exc!r}"
+                retry = True
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
                 last = f"malformed response from {self.cfg.base_url}: {type(exc).__name__}: {exc}"
                 retry = False
             if not retry or attempt == self.cfg.max_retries:
