@@ -6,9 +6,11 @@ import dagster as dg
 
 from ragpipe.settings import load_settings, settings_path
 
+from assets.automation import automation_sensor
 from assets.evaluate import build_eval_assets
 from assets.ingest import build_ingest_assets
 from assets.resources import RagpipeResource
+from assets.sensors import build_corpus_sensor, build_nightly_schedule
 
 
 def build_definitions(path: str | None = None) -> dg.Definitions:
@@ -23,5 +25,7 @@ def build_definitions(path: str | None = None) -> dg.Definitions:
     return dg.Definitions(
         assets=all_assets,
         jobs=[dg.define_asset_job("ragpipe_job", selection=dg.AssetSelection.all(), description="The whole graph.")],
+        sensors=[automation_sensor(), build_corpus_sensor(settings)],
+        schedules=[build_nightly_schedule(settings)],
         resources={"ragpipe": RagpipeResource(settings_path=str(source))},
     )

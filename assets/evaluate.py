@@ -9,6 +9,7 @@ from ragpipe import evaluate
 from ragpipe.report import load_summary, render_markdown
 from ragpipe.settings import Settings
 
+from assets.automation import RAGPIPE_CONDITION
 from assets.resources import RagpipeResource
 
 GROUP = "evaluate"
@@ -54,6 +55,7 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         kinds={"duckdb", "json"},
         code_version=f"{settings.code_version('golden')}-{_golden_file_hash(settings)}",
         pool="duckdb",
+        automation_condition=RAGPIPE_CONDITION,
         description="The golden set file, validated: every problem is listed with file, line and field, and a "
         "broken file fails this asset.",
     )
@@ -73,6 +75,7 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         kinds={"duckdb"},
         code_version=settings.code_version("golden"),
         pool="duckdb",
+        automation_condition=RAGPIPE_CONDITION,
         description="Each test's trap/evidence located in the current chunking from its quote: unchanged, moved, "
         "split or missing.",
     )
@@ -98,6 +101,7 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         kinds={"lancedb", "duckdb"},
         code_version=settings.code_version("retriever"),
         pool="duckdb",
+        automation_condition=RAGPIPE_CONDITION,
         description=f"Top-{settings.retriever.k} {settings.retriever.mode} retrieval for every question, with hit@k, "
         "MRR and recall@k over the anchors.",
     )
@@ -114,6 +118,7 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         kinds={"duckdb"},
         code_version=settings.code_version("answerer"),
         pool="duckdb",
+        automation_condition=RAGPIPE_CONDITION,
         description=f"Answers from the '{settings.answerer.kind}' answerer with latency and token counts.",
     )
     def answers(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
@@ -131,6 +136,7 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         kinds={"duckdb"},
         code_version=settings.code_version("verdict"),
         pool="duckdb",
+        automation_condition=RAGPIPE_CONDITION,
         description="pass / fail / test did not run / error per test, and unverified under the current embedder.",
         check_specs=[dg.AssetCheckSpec(name, asset="verdicts", description=d) for name, d in CHECKS.items()],
     )

@@ -9,6 +9,7 @@ import dagster as dg
 from ragpipe import ingest
 from ragpipe.settings import Settings
 
+from assets.automation import RAGPIPE_CONDITION
 from assets.resources import RagpipeResource
 
 GROUP = "ingest"
@@ -45,6 +46,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         kinds={"duckdb", "filesystem"},
         code_version=settings.code_version("corpus"),
         pool="duckdb",
+        automation_condition=RAGPIPE_CONDITION,
         description="Files under the corpus directory with their SHA-256 (symlinks leaving it are not followed).",
     )
     def corpus(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
@@ -69,6 +71,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         kinds={"duckdb", "unstructured"},
         code_version=settings.code_version("parser"),
         pool="duckdb",
+        automation_condition=RAGPIPE_CONDITION,
         description="Each file partitioned with unstructured (titles, element types, pages). Bad files become "
         "ingest_errors rows and are skipped; only new or changed files are parsed.",
     )
@@ -92,6 +95,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         kinds={"duckdb", "unstructured"},
         code_version=settings.code_version("chunker"),
         pool="duckdb",
+        automation_condition=RAGPIPE_CONDITION,
         description=f"Chunks under the '{settings.chunker.strategy}' chunker with deterministic, content-addressed ids "
         "and exact character spans into the document text.",
     )
@@ -113,6 +117,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         kinds={"lancedb", "pytorch"},
         code_version=settings.code_version("embedder"),
         pool="duckdb",
+        automation_condition=RAGPIPE_CONDITION,
         description=f"Vectors from the '{settings.embedder.name}' embedder in a LanceDB table per embedder tag. "
         "Cached by (embedder tag, content hash): unchanged chunks are never re-embedded.",
     )

@@ -90,7 +90,17 @@ def _objects(text: str, name: str, problems: list[GoldenProblem]) -> tuple[str, 
         while True:
             m = re.compile(r"[\s,]*").match(text, pos)
             pos = m.end() if m else pos
-            if pos >= len(text) or text[pos] == "]":
+            if pos >= len(text):
+                problems.append(
+                    GoldenProblem(name, _line_of(text, len(text)), None, None, "malformed JSON: the array is never closed with ']'; fix the syntax")
+                )
+                break
+            if text[pos] == "]":
+                rest = len(text[pos + 1:]) - len(text[pos + 1:].lstrip())
+                if pos + 1 + rest < len(text):
+                    problems.append(
+                        GoldenProblem(name, _line_of(text, pos + 1 + rest), None, None, "malformed JSON: content after the closing ']'; fix the syntax")
+                    )
                 break
             try:
                 value, end = decoder.raw_decode(text, pos)
@@ -101,7 +111,8 @@ def _objects(text: str, name: str, problems: list[GoldenProblem]) -> tuple[str, 
             pos = end
         return "json", out
     pos = 0
-    for raw_line in text.splitlines(keepends=True):
+    # Lines end at "\n" only: str.splitlines() would also cut at U+2028, U+0085, ... which JSON allows inside strings.
+    for raw_line in re.split(r"(?<=\n)", text):
         body = raw_line.strip()
         if body and not body.startswith("//"):
             start = pos + raw_line.index(body[0])
@@ -177,6 +188,8 @@ def load_golden(path: Path) -> GoldenFile:
         if quote is not None and not isinstance(quote, str):
             problems.append(GoldenProblem(name, line, qid_s, quote_field, "must be a string (verbatim text from the source document)"))
             quote = None
+        if obj.get(source_field) is not None and not isinstance(obj.get(source_field), str):
+            problems.append(GoldenProblem(name, line, qid_s, source_field, "must be a string (a document path in the corpus)"))
         if not _ids(ids_raw) and not quote:
             problems.append(
                 GoldenProblem(name, line, qid_s, id_field, f"a {kind} test needs {id_field} or {quote_field} (the text that locates it)")

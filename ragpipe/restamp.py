@@ -132,12 +132,13 @@ class Restamper:
         new = tuple(self.covering_chunks(doc_id, start, end))
         if not new:
             return Stamp(test.question_id, anchor, "missing", old, (), doc_id, f"{anchor} quote found in {doc_id} but no chunk covers it")
-        if len(new) > 1:
+        if new == old:
+            # Also for a split anchor already stamped with all its parts: the file is current.
+            status, reason = "unchanged", "" if len(new) == 1 else f"split across {len(new)} chunks, all stamped"
+        elif len(new) > 1:
             status, reason = "split", f"the chunker cut through the {anchor} quote: {len(new)} parts"
         elif not old:
             status, reason = "new", f"stamped {new[0]}"
-        elif new == old:
-            status, reason = "unchanged", ""
         else:
             status, reason = "moved", f"{', '.join(old)} -> {new[0]}"
         return Stamp(test.question_id, anchor, status, old, new, doc_id, reason)

@@ -124,6 +124,13 @@ class GateSettings:
 
 
 @dataclass(frozen=True)
+class AutomationSettings:
+    nightly_cron: str = "0 3 * * *"  # re-run retrieval, answers and verdicts: a hosted LLM can drift
+    timezone: str = "UTC"
+    corpus_sensor_interval_s: int = 30
+
+
+@dataclass(frozen=True)
 class Settings:
     source: Path
     root: Path
@@ -136,6 +143,7 @@ class Settings:
     retriever: RetrieverSettings = field(default_factory=RetrieverSettings)
     answerer: AnswererSettings = field(default_factory=AnswererSettings)
     gate: GateSettings = field(default_factory=GateSettings)
+    automation: AutomationSettings = field(default_factory=AutomationSettings)
 
     @property
     def duckdb_path(self) -> Path:
@@ -240,7 +248,7 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
 
 def settings_from_dict(raw: dict[str, Any], source: Path) -> Settings:
     root = source.parent
-    allowed = {"warehouse", "corpus", "parser", "chunker", "embedder", "golden", "retriever", "answerer", "gate"}
+    allowed = {"warehouse", "corpus", "parser", "chunker", "embedder", "golden", "retriever", "answerer", "gate", "automation"}
     unknown = sorted(set(raw) - allowed)
     if unknown:
         raise SettingsError(f"{source}: unknown section(s) {unknown}; allowed: {sorted(allowed)}")
@@ -281,6 +289,7 @@ def settings_from_dict(raw: dict[str, Any], source: Path) -> Settings:
         retriever=_build(RetrieverSettings, raw.get("retriever", {}), "retriever", source),
         answerer=_build(AnswererSettings, raw.get("answerer", {}), "answerer", source),
         gate=_build(GateSettings, raw.get("gate", {}), "gate", source),
+        automation=_build(AutomationSettings, raw.get("automation", {}), "automation", source),
     )
     _validate(settings)
     return settings

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ragpipe.answer import Answer
 from ragpipe.golden import GoldenTest
-from ragpipe.match import answer_matches, is_refusal, normalize_text
+from ragpipe.match import answer_matches, is_refusal
 
 VERDICTS = ("pass", "fail", "did_not_run", "error")
 
@@ -36,7 +36,8 @@ def took_trap(answer: str, trap_value: str | None) -> bool:
     """Did the answer state the trap's tempting value ("$51.2 million", also as "51.2M")?"""
     if not trap_value:
         return False
-    return answer_matches(answer, trap_value).matched or normalize_text(trap_value) in normalize_text(answer)
+    # Word-bounded (answer_matches' contains): a bare substring test would read "15%" as stating a "5%" trap.
+    return answer_matches(answer, trap_value).matched
 
 
 def decide(
