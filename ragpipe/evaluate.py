@@ -115,10 +115,11 @@ def retrieve_stage(
     anchors = current_anchors(con, settings.chunker_tag)
     table = store.open_table(store.connect(settings.lancedb_dir), emb.tag, emb.dims)
     k, mode = settings.retriever.k, settings.retriever.mode
+    vector_index = store.ensure_vector_index(table, settings.retriever.ann_min_rows, log=log)
     vectors = emb.encode([t.question for t in tests]) if mode != "fts" and tests else None
     results = []
     for i, t in enumerate(tests):
-        hits = retrieve(table, mode, k, t.question, vectors[i] if vectors is not None else None)
+        hits = retrieve(table, mode, k, t.question, vectors[i] if vectors is not None else None, settings.retriever.nprobes)
         results.append((t.question_id, hits))
     m = metrics([[h.chunk_id for h in hits] for _, hits in results],
                 [set(anchors.get(qid, ((), ""))[0]) for qid, _ in results], k)
@@ -136,7 +137,7 @@ def retrieve_stage(
         if rows:
             con.executemany("INSERT INTO retrievals VALUES (?, ?, ?, ?, ?)", rows)
     log(f"retrieved top-{k} ({mode}) for {len(tests)} questions: hit@{k}={m['hit_at_k']:.3f} MRR={m['mrr']:.3f}")
-    return {"eval_run_id": run_id, "questions": len(tests), "mode": mode, **m}
+    return {"eval_run_id": run_id, "questions": len(tests), "mode": mode, "vector_index": vector_index, **m}
 
 
 def _latest(con: duckdb.DuckDBPyConnection, where: str) -> str:

@@ -17,8 +17,10 @@ class Hit:
     score: float
 
 
-def vector_search(table: Any, vector: np.ndarray, k: int) -> list[Hit]:
-    rows = table.search(vector.astype(np.float32), vector_column_name="vector").distance_type("cosine").limit(k).to_list()
+def vector_search(table: Any, vector: np.ndarray, k: int, nprobes: int = 20) -> list[Hit]:
+    """Cosine top-k; uses the ANN index when the table has one (exact flat search otherwise)."""
+    query = table.search(vector.astype(np.float32), vector_column_name="vector").distance_type("cosine")
+    rows = query.nprobes(nprobes).limit(k).to_list()
     return [Hit(i + 1, r["chunk_id"], 1.0 - float(r["_distance"])) for i, r in enumerate(rows)]
 
 
@@ -39,16 +41,16 @@ def rrf(rankings: list[list[Hit]], k: int) -> list[Hit]:
     return [Hit(i + 1, cid, s) for i, (cid, s) in enumerate(best)]
 
 
-def retrieve(table: Any, mode: str, k: int, query: str, vector: np.ndarray | None) -> list[Hit]:
+def retrieve(table: Any, mode: str, k: int, query: str, vector: np.ndarray | None, nprobes: int = 20) -> list[Hit]:
     if mode == "vector":
         assert vector is not None
-        return vector_search(table, vector, k)
+        return vector_search(table, vector, k, nprobes)
     if mode == "fts":
         return fts_search(table, query, k)
     # Hybrid: fuse deeper candidate lists from both retrievers, keep the top k.
     assert vector is not None
     depth = max(k * 4, 20)
-    return rrf([vector_search(table, vector, depth), fts_search(table, query, depth)], k)
+    return rrf([vector_search(table, vector, depth, nprobes), fts_search(table, query, depth)], k)
 
 
 def metrics(ranked: list[list[str]], relevant: list[set[str]], k: int) -> dict[str, float]:

@@ -80,6 +80,8 @@ class GoldenSettings:
 class RetrieverSettings:
     mode: str = "hybrid"  # vector | fts | hybrid
     k: int = 5
+    ann_min_rows: int = 50_000  # build an ANN index above this many vectors (0: always flat search)
+    nprobes: int = 20  # ANN partitions probed per query
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,7 @@ class Settings:
     answerer: AnswererSettings = field(default_factory=AnswererSettings)
     gate: GateSettings = field(default_factory=GateSettings)
     automation: AutomationSettings = field(default_factory=AutomationSettings)
+    niah: dict[str, Any] = field(default_factory=dict)  # raw [niah] table; parsed by ragpipe.niah.NiahSettings
 
     @property
     def duckdb_path(self) -> Path:
@@ -248,7 +251,7 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
 
 def settings_from_dict(raw: dict[str, Any], source: Path) -> Settings:
     root = source.parent
-    allowed = {"warehouse", "corpus", "parser", "chunker", "embedder", "golden", "retriever", "answerer", "gate", "automation"}
+    allowed = {"warehouse", "corpus", "parser", "chunker", "embedder", "golden", "retriever", "answerer", "gate", "automation", "niah"}
     unknown = sorted(set(raw) - allowed)
     if unknown:
         raise SettingsError(f"{source}: unknown section(s) {unknown}; allowed: {sorted(allowed)}")
@@ -290,9 +293,16 @@ def settings_from_dict(raw: dict[str, Any], source: Path) -> Settings:
         answerer=_build(AnswererSettings, raw.get("answerer", {}), "answerer", source),
         gate=_build(GateSettings, raw.get("gate", {}), "gate", source),
         automation=_build(AutomationSettings, raw.get("automation", {}), "automation", source),
+        niah=_table(raw.get("niah", {}), "niah", source),
     )
     _validate(settings)
     return settings
+
+
+def _table(value: Any, where: str, source: Path) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise SettingsError(f"{source}: [{where}] must be a table")
+    return dict(value)
 
 
 def _validate(s: Settings) -> None:

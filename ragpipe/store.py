@@ -148,5 +148,29 @@ def ensure_fts_index(table: Any) -> None:
             table.create_fts_index("text", replace=True, use_tantivy=False)
 
 
+def ensure_vector_index(table: Any, min_rows: int, log: Callable[[str], None] | None = None) -> str:
+    """Build an ANN index (IVF + HNSW, 8-bit scalar quantization, cosine) once the table is big enough.
+
+    Below `min_rows` flat search is exact and fast enough. Above it the index is (re)built when it is missing or
+    when more than 20 % of the rows arrived after it; rows not yet indexed are still searched exactly by LanceDB,
+    so results stay complete between rebuilds. Returns what was done: "flat", "kept" or "built".
+    """
+    rows = table.count_rows()
+    if min_rows <= 0 or rows < min_rows:
+        return "flat"
+    indices = [i for i in table.list_indices() if "vector" in i.columns and i.index_type != "FTS"]
+    if indices:
+        stats = table.index_stats(indices[0].name)
+        if stats is not None and stats.num_unindexed_rows <= 0.2 * rows:
+            return "kept"
+    from lancedb.index import HnswSq
+
+    # ~4k rows per partition keeps each partition's HNSW graph small; queries probe several partitions.
+    table.create_index("vector", config=HnswSq(distance_type="cosine", num_partitions=max(1, rows // 4096)), replace=True)
+    if log:
+        log(f"built an ANN index (IVF_HNSW_SQ, cosine) over {rows} vectors")
+    return "built"
+
+
 def table_rows(table: Any, columns: list[str]) -> list[dict[str, Any]]:
     return table.to_arrow().select(columns).to_pylist() if table.count_rows() else []
