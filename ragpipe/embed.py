@@ -133,10 +133,16 @@ class StaticEmbedder:
         if not (target / "config.json").is_file():
             from model2vec.distill import distill
 
-            tmp = target.with_name(target.name + ".tmp")
+            import os
+            import shutil
+
+            tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
             model = distill(model_name=str(source), pca_dims=STATIC_PCA_DIMS)
             model.save_pretrained(str(tmp))
-            tmp.rename(target)  # atomic: a killed build never leaves a half model behind
+            try:
+                tmp.rename(target)  # atomic: a killed build never leaves a half model behind
+            except OSError:  # another process finished the same build first
+                shutil.rmtree(tmp, ignore_errors=True)
         self._model = StaticModel.from_pretrained(str(target))
         self.dims = int(self._model.dim)
         self.tag = f"minilm-static-{fp}"

@@ -53,6 +53,8 @@ class CorpusSettings:
 @dataclass(frozen=True)
 class ParserSettings:
     pdf_strategy: str = "fast"
+    timeout_s: float = 120.0  # per document: a file that parses longer becomes an ingest_errors row
+    max_memory_mb: int = 2048  # per document: address space a parse may add to its worker process (RLIMIT_AS)
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,7 @@ class Settings:
     answerer: AnswererSettings = field(default_factory=AnswererSettings)
     gate: GateSettings = field(default_factory=GateSettings)
     automation: AutomationSettings = field(default_factory=AutomationSettings)
+    model_cache: Path | None = None
     niah: dict[str, Any] = field(default_factory=dict)  # raw [niah] table; parsed by ragpipe.niah.NiahSettings
 
     @property
@@ -158,7 +161,8 @@ class Settings:
 
     @property
     def models_dir(self) -> Path:
-        return self.warehouse_dir / "models"
+        """Locally built models (the static and ONNX embedders); [warehouse].models_dir shares them across projects."""
+        return self.model_cache or self.warehouse_dir / "models"
 
     def stage_hash(self, stage: str) -> str:
         """A short hash of one stage's settings (paths made relative so the hash is machine-independent)."""
@@ -262,8 +266,9 @@ def settings_from_dict(raw: dict[str, Any], source: Path) -> Settings:
 
     warehouse = dict(raw.get("warehouse", {}))
     warehouse_dir = resolve(str(warehouse.pop("dir", "warehouse")))
+    model_cache = resolve(str(warehouse.pop("models_dir"))) if "models_dir" in warehouse else None
     if warehouse:
-        raise SettingsError(f"{source}: unknown key(s) in [warehouse]: {sorted(warehouse)}; allowed: dir")
+        raise SettingsError(f"{source}: unknown key(s) in [warehouse]: {sorted(warehouse)}; allowed: dir, models_dir")
 
     corpus_raw = dict(raw.get("corpus", {}))
     if "dir" not in corpus_raw:
@@ -284,6 +289,7 @@ def settings_from_dict(raw: dict[str, Any], source: Path) -> Settings:
         source=source,
         root=root,
         warehouse_dir=warehouse_dir,
+        model_cache=model_cache,
         corpus=corpus,
         parser=_build(ParserSettings, raw.get("parser", {}), "parser", source),
         chunker=_build(ChunkerSettings, raw.get("chunker", {}), "chunker", source),
@@ -315,6 +321,8 @@ def _validate(s: Settings) -> None:
         raise SettingsError(f"{src}: [chunker].overlap must be >= 0 and below max_characters")
     if s.parser.pdf_strategy not in ("fast", "auto", "hi_res", "ocr_only"):
         raise SettingsError(f"{src}: [parser].pdf_strategy must be fast, auto, hi_res or ocr_only")
+    if s.parser.timeout_s <= 0 or s.parser.max_memory_mb < 64:
+        raise SettingsError(f"{src}: [parser].timeout_s must be above 0 and [parser].max_memory_mb at least 64")
     if s.retriever.mode not in ("vector", "fts", "hybrid"):
         raise SettingsError(f"{src}: [retriever].mode must be vector, fts or hybrid, got {s.retriever.mode!r}")
     if s.retriever.k < 1:

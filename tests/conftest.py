@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,10 +16,13 @@ import ragpipe  # noqa: F401  (offline environment first)
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
+# Locally built models (minilm-static, ONNX exports) are shared by every test project of a session.
+MODELS_DIR = str(Path(tempfile.gettempdir()) / f"ragpipe-test-models-{os.getuid()}")
 
 DEFAULT_TOML = """
 [warehouse]
 dir = "warehouse"
+models_dir = "{models_dir}"
 
 [corpus]
 dir = "corpus"
@@ -70,7 +75,7 @@ class Project:
         return self.root / "golden.jsonl"
 
     def configure(self, **overrides: Any) -> None:
-        values = dict(strategy="by_title", max_characters=800, new_after=600, embedder="minilm", mode="hybrid", k=5,
+        values = dict(models_dir=MODELS_DIR, strategy="by_title", max_characters=800, new_after=600, embedder="minilm", mode="hybrid", k=5,
                       answerer="extractive", base_url="http://127.0.0.1:9/v1")
         values.update(overrides)
         self.settings_file.write_text(DEFAULT_TOML.format(**values), encoding="utf-8")
