@@ -9,6 +9,7 @@ from ragpipe.settings import load_settings, settings_path
 from assets.automation import automation_sensor
 from assets.evaluate import build_eval_assets
 from assets.ingest import build_ingest_assets
+from assets.niah import build_niah_assets
 from assets.resources import RagpipeResource
 from assets.sensors import build_corpus_sensor, build_nightly_schedule
 
@@ -21,10 +22,15 @@ def build_definitions(path: str | None = None) -> dg.Definitions:
     """
     source = settings_path(path).resolve()
     settings = load_settings(source)
-    all_assets = [*build_ingest_assets(settings), *build_eval_assets(settings)]
+    all_assets = [*build_ingest_assets(settings), *build_eval_assets(settings), *build_niah_assets(settings)]
     return dg.Definitions(
         assets=all_assets,
-        jobs=[dg.define_asset_job("ragpipe_job", selection=dg.AssetSelection.all(), description="The whole graph.")],
+        jobs=[
+            dg.define_asset_job("ragpipe_job", selection=dg.AssetSelection.all() - dg.AssetSelection.groups("niah"),
+                                description="The whole graph (less the on-demand niah group)."),
+            dg.define_asset_job("niah_job", selection=dg.AssetSelection.groups("niah"),
+                                description="Needle in a haystack: haystacks, trials, report (on demand)."),
+        ],
         sensors=[automation_sensor(), build_corpus_sensor(settings)],
         schedules=[build_nightly_schedule(settings)],
         resources={"ragpipe": RagpipeResource(settings_path=str(source))},

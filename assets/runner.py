@@ -47,12 +47,23 @@ class AssetState:
     causes: tuple[str, ...]
 
 
+# Asset groups that run on demand only (`ragpipe niah run`): never selected by ci/demo, absent from `status`.
+ON_DEMAND_GROUPS = ("niah",)
+
+
+def on_demand_keys(defs: dg.Definitions) -> set[dg.AssetKey]:
+    return set(dg.AssetSelection.groups(*ON_DEMAND_GROUPS).resolve(defs.resolve_asset_graph()))
+
+
 def asset_states(defs: dg.Definitions, instance: dg.DagsterInstance) -> list[AssetState]:
     """Every asset in dependency order with its own status, and 'stale-upstream' where an ancestor needs a run."""
     graph = defs.resolve_asset_graph()
     resolver = CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=_Loading(instance))
     states: dict[dg.AssetKey, AssetState] = {}
+    skip = on_demand_keys(defs)
     for key in graph.toposorted_asset_keys:
+        if key in skip:
+            continue
         status = resolver.get_status(key)
         causes = tuple(f"{c.key.asset_key.to_user_string()}: {c.reason}" for c in resolver.get_stale_causes(key))
         own = {StaleStatus.MISSING: "missing", StaleStatus.STALE: "stale"}.get(status, "fresh")
@@ -71,6 +82,9 @@ def materialize(
     tags: dict[str, str] | None = None,
 ) -> dg.ExecuteInProcessResult:
     defs = build_definitions(settings_file)
+    if selection is None:  # the whole graph, less the on-demand groups
+        skip = on_demand_keys(defs)
+        selection = [k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys() if k not in skip]
     return dg.materialize(
         list(defs.assets or []),
         resources=dict(defs.resources or {}),

@@ -12,7 +12,9 @@ POST /v1/chat/completions answers from markers in the last user message:
   [[truncated]]   200 whose Content-Length promises more bytes than are sent, then closes the connection
   [[malformed]]   200 with a body that is not JSON       [[nochoices]] 200 with JSON lacking "choices"
   [[badusage]]    200 with a proper answer but "usage" that is a list, not an object
+  [[echo-json]]   the JSON object written after "ECHO-JSON:" on the same line (a structured answer), else "{}"
 GET /_requests lists {"auth", "path"} for every request received (the Authorization header as sent).
+GET /_sizes lists the length in characters of the last user message of every chat-completions request, in order.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class State:
         self.lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self.seen: dict[str, int] = {}  # last user message -> requests so far
+        self.sizes: list[int] = []  # characters of the last user message, per chat request
 
     def record(self, auth: str | None, path: str) -> None:
         with self.lock:
@@ -86,6 +89,10 @@ class Handler(BaseHTTPRequestHandler):
             with self.state.lock:
                 snapshot = list(self.state.requests)
             self._json(200, snapshot)
+        elif self.path == "/_sizes":
+            with self.state.lock:
+                sizes = list(self.state.sizes)
+            self._json(200, sizes)
         else:
             self._error(404, f"no route GET {self.path}", "not_found")
 
@@ -104,6 +111,8 @@ class Handler(BaseHTTPRequestHandler):
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             self._error(400, f"bad request: {type(exc).__name__}: {exc}", "invalid_request_error")
             return
+        with self.state.lock:
+            self.state.sizes.append(len(user))
         model = str(req.get("model") or "fake-model")
         n = self.state.count(user)
 
@@ -127,6 +136,9 @@ class Handler(BaseHTTPRequestHandler):
 
         m = re.search(r"ANSWER:([^\n]*)", user)
         reply = m.group(1).strip() if m else REFUSAL
+        if "[[echo-json]]" in user:
+            j = re.search(r"ECHO-JSON:\s*(\{[^\n]*\})", user)
+            reply = j.group(1) if j else "{}"
         prompt_tokens = sum(_words(str(msg.get("content", ""))) for msg in messages)
         completion_tokens = _words(reply)
         usage: Any = {

@@ -1,0 +1,118 @@
+"""Needle-in-a-haystack assets: niah_haystacks -> niah_trials -> niah_report, in their own group, run on demand.
+
+One unpartitioned asset per stage, not a length x depth MultiPartitionsDefinition, because:
+- a cell is small (tens of trials, seconds) while each partition is its own run that reloads the embedder and the
+  tokenizer (~20 s here) and opens DuckDB; a 5 x 5 grid would spend most of its time starting runs;
+- the report's results (effective length, positional bias against a decline with length) need every cell of one run,
+  from the same seed, haystacks and settings; partitions materialized at different times would mix versions;
+- partitioned assets show staleness per partition only, never in the asset graph (dagster.md), so a settings change
+  would not show on the graph.
+The grid lives in niah_trials rows instead (one per trial, with every variable), and the length x depth aggregates in
+the niah_cells view. None of these assets carries the automation condition: they run when asked
+(`ragpipe niah run`, or Materialize in the UI), and `ragpipe ci` skips the "niah" group.
+"""
+
+import base64
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+
+import dagster as dg
+
+from ragpipe.settings import Settings
+
+from assets.resources import RagpipeResource
+
+GROUP = "niah"
+
+
+def _version(settings: Settings, *sections: str) -> str:
+    from ragpipe.niah import IMPL_VERSION, niah_settings
+
+    payload = {"niah": dataclasses.asdict(niah_settings(settings))}
+    for s in sections:
+        payload[s] = dataclasses.asdict(getattr(settings, s))
+    digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    return f"v{IMPL_VERSION}-{digest}"
+
+
+def _img(path: str) -> str:
+    data = base64.b64encode(Path(path).read_bytes()).decode()
+    return f"![{Path(path).stem}](data:image/png;base64,{data})"
+
+
+def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+    """The three NIAH assets. Nothing is opened here: settings are only read for code versions."""
+
+    @dg.asset(
+        name="niah_haystacks",
+        group_name=GROUP,
+        kinds={"duckdb"},
+        code_version=_version(settings),
+        pool="duckdb",
+        description="Filler haystacks per (length, repetition) from the configured corpus or [niah].haystack_dir, "
+        "counted with the named local tokenizer; the same seed gives the same haystacks.",
+    )
+    def niah_haystacks(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
+        from ragpipe.niah_run import build_haystacks
+
+        with ragpipe.warehouse() as con:
+            stats = build_haystacks(ragpipe.settings(), con, context.run.run_id, log=context.log.info)
+        return dg.MaterializeResult(metadata=stats, data_version=dg.DataVersion(stats["haystack_key"]))
+
+    @dg.asset(
+        name="niah_trials",
+        deps=[niah_haystacks],
+        group_name=GROUP,
+        kinds={"duckdb", "lancedb"},
+        code_version=_version(settings, "chunker", "embedder", "retriever", "answerer"),
+        pool="duckdb",
+        description="Every length x depth x repetition x needle type x question method, on the retrieval and the "
+        "full-context subjects: one niah_trials row per trial and subject.",
+    )
+    def niah_trials(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
+        from ragpipe.niah_run import run_trials
+
+        last = {"stage": "", "pct": -1}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            pct = int(100 * done / max(total, 1)) // 10 * 10
+            if stage != last["stage"] or pct != last["pct"]:
+                last.update(stage=stage, pct=pct)
+                context.log.info(f"{stage}: {done}/{total}")
+
+        with ragpipe.warehouse() as con:
+            stats = run_trials(ragpipe.settings(), con, context.run.run_id, trigger="dagster", log=context.log.info,
+                               progress=progress)
+        return dg.MaterializeResult(metadata={k: v for k, v in stats.items() if v is not None})
+
+    @dg.asset(
+        name="niah_report",
+        deps=[niah_trials],
+        group_name=GROUP,
+        kinds={"duckdb", "matplotlib"},
+        code_version=_version(settings),
+        pool="duckdb",
+        description="Heatmaps (length x depth) per subject and metric, effective context length per subject and "
+        "metric, and positional bias told apart from a decline with length.",
+    )
+    def niah_report(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
+        from ragpipe.niah import niah_settings
+        from ragpipe.niah_run import render_text, report
+
+        s = ragpipe.settings()
+        with ragpipe.warehouse() as con:
+            result = report(s, con, log=context.log.info)
+            text = render_text(result, con, niah_settings(s).effective_threshold)
+        metadata: dict[str, object] = {"run_id": result["run_id"], "summary": dg.MetadataValue.md(f"```\n{text}\n```")}
+        for subject, info in result["subjects"].items():
+            metadata[f"{subject}_effective_length"] = dg.MetadataValue.json(info["effective_length"])
+            metadata[f"{subject}_bias"] = dg.MetadataValue.json(info["bias"])
+        for png in result["heatmaps"]:
+            metadata[f"heatmap_{Path(png).stem}"] = dg.MetadataValue.md(_img(png))
+        if result["heatmaps"]:
+            metadata["heatmap_dir"] = dg.MetadataValue.path(str(Path(result["heatmaps"][0]).parent))
+        return dg.MaterializeResult(metadata=metadata)
+
+    return [niah_haystacks, niah_trials, niah_report]

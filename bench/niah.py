@@ -1,0 +1,146 @@
+"""Needle-in-a-haystack benchmark: the retrieval path's length x depth matrix on Paul Graham's essays.
+
+    .venv/bin/python bench/niah.py                       # 2K..32K tokens, 5 depths, all 5 needle types, 1 repetition
+    .venv/bin/python bench/niah.py --lengths 2000,4000 --reps 2 --figures docs
+
+Measures trials per second per subject and the haystack build time at 128K tokens (filler plus the insertion of each
+needle type), writes bench/results/niah-<time>.json, and copies the heatmaps to --figures (docs/ by default).
+The full-context subject runs too, with the configured answerer (the extractive baseline offline): a reference shape.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import ragpipe  # noqa: E402,F401  (offline environment first)
+
+DEFAULT_DATA = (ROOT / ".." / "shared" / "data" / "pg_essays").resolve()
+
+TOML = """
+[warehouse]
+dir = {warehouse}
+[corpus]
+dir = {data}
+[retriever]
+mode = "{mode}"
+k = {k}
+[niah]
+seed = {seed}
+haystack_dir = {data}
+lengths = [{lengths}]
+depths = [0, 25, 50, 75, 100]
+repetitions = {reps}
+needle_types = ["proper_noun", "numeric", "negative", "cross_sentence", "table_cell"]
+methods = ["direct"]
+subjects = [{subjects}]
+distractors = 1
+off_theme_ratio = 0.1
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--lengths", default="2000,4000,8000,16000,32000")
+    ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=20241129)
+    ap.add_argument("--mode", default="hybrid")
+    ap.add_argument("--k", type=int, default=5)
+    ap.add_argument("--subjects", default="retrieval,full_context")
+    ap.add_argument("--figures", type=Path, default=ROOT / "docs")
+    ap.add_argument("--keep", type=Path, help="keep the warehouse here instead of a temporary directory")
+    args = ap.parse_args(argv)
+
+    from ragpipe.niah import NEEDLE_TYPES, build_haystack, load_tokenizer, make_needles, place_needle, source_paragraphs
+    from ragpipe.niah_run import new_run_id, render_text, report, run_trials
+    from ragpipe.settings import load_settings
+    from ragpipe.warehouse import connect
+
+    work = args.keep or Path(tempfile.mkdtemp(prefix="niah-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    q = json.dumps
+    (work / "ragpipe.toml").write_text(TOML.format(
+        warehouse=q(str(work / "warehouse")), data=q(str(args.data)), mode=args.mode, k=args.k, seed=args.seed,
+        lengths=args.lengths, reps=args.reps, subjects=", ".join(q(s) for s in args.subjects.split(","))), encoding="utf-8")
+    settings = load_settings(work / "ragpipe.toml")
+    results: dict[str, object] = {"data": str(args.data), "lengths": args.lengths, "reps": args.reps,
+                                  "retriever": f"{args.mode} k={args.k}", "seed": args.seed}
+
+    t0 = time.perf_counter()
+    tok = load_tokenizer("minilm")
+    results["tokenizer_load_s"] = round(time.perf_counter() - t0, 2)
+    docs = source_paragraphs(args.data)
+    t1 = time.perf_counter()
+    big = build_haystack(docs, 128_000, 0, args.seed, tok, 0.1)
+    build_s = time.perf_counter() - t1
+    inserts = {}
+    for t in NEEDLE_TYPES:
+        needle, distractors = make_needles(t, 1, 1)
+        t2 = time.perf_counter()
+        pl = place_needle(big.text, needle, distractors, 50.0, tok, 1)
+        inserts[t] = round(time.perf_counter() - t2, 3)
+    results["haystack_128k"] = {"tokens": big.n_tokens, "chars": len(big.text), "build_s": round(build_s, 3),
+                                "repeats": big.repeats, "insert_s_by_type": inserts,
+                                "depth_at_50": pl.depth}
+    print(f"128K haystack: {big.n_tokens} tokens built in {build_s:.2f} s; insertion (needle + 1 distractor, "
+          f"offsets re-measured) {inserts} s", flush=True)
+
+    started = time.perf_counter()
+    last = {"k": ""}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        key = f"{stage}:{int(10 * done / max(total, 1))}"
+        if key != last["k"]:
+            last["k"] = key
+            print(f"  [{time.perf_counter() - started:7.1f} s] {stage}: {done}/{total}", flush=True)
+
+    run_id = new_run_id()
+    with connect(settings.duckdb_path) as con:
+        stats = run_trials(settings, con, run_id, trigger="bench", log=lambda m: print(m, flush=True), progress=progress)
+        per_subject = con.execute(
+            "SELECT subject, count(*), sum(latency_s), avg(exact), avg(field_score), avg(retrieval_score), "
+            "avg(refused::INT), avg(hallucinated::INT) FROM niah_trials WHERE run_id = ? GROUP BY 1 ORDER BY 1", [run_id]).fetchall()
+        by_type = con.execute(
+            "SELECT subject, needle_type, avg(exact), avg(retrieval_score), avg(refused::INT), avg(hallucinated::INT) "
+            "FROM niah_trials WHERE run_id = ? GROUP BY ALL ORDER BY ALL", [run_id]).fetchall()
+        hs = con.execute("SELECT length_target, rep, n_tokens, build_seconds FROM niah_haystacks ORDER BY 1, 2").fetchall()
+        rep = report(settings, con, run_id)
+        text = render_text(rep, con, 0.85)
+    results["run"] = stats
+    results["per_subject"] = [dict(zip(["subject", "rows", "answer_latency_s", "exact", "field_score", "retrieval_score",
+                                        "refusal_rate", "hallucination_rate"], r)) for r in per_subject]
+    results["by_type"] = [dict(zip(["subject", "needle_type", "exact", "retrieval_score", "refusal_rate",
+                                    "hallucination_rate"], r)) for r in by_type]
+    results["haystacks"] = [dict(zip(["length", "rep", "tokens", "build_s"], r)) for r in hs]
+    results["report"] = rep
+    print(text)
+    args.figures.mkdir(parents=True, exist_ok=True)
+    figs = []
+    for png in rep["heatmaps"]:
+        name = Path(png).name
+        if any(m in name for m in ("exact", "retrieval_score", "hallucination_rate", "refusal_rate")):
+            dst = args.figures / f"niah_{name}"
+            shutil.copy(png, dst)
+            figs.append(str(dst.relative_to(ROOT)) if dst.is_relative_to(ROOT) else str(dst))
+    results["figures"] = figs
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"niah-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+    print(f"\nresults: {path}\nfigures: {', '.join(figs)}")
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
