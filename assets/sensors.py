@@ -25,9 +25,12 @@ def build_corpus_sensor(settings: Settings) -> dg.SensorDefinition:
         digest = scan.manifest_digest()
         if context.cursor == digest:
             return dg.SensorResult(skip_reason=f"corpus unchanged ({len(scan.files)} files)")
-        if context.cursor is None and _already_ingested(context, digest):
-            # First tick of a fresh sensor on a corpus that was already materialized: remember, don't rerun.
-            return dg.SensorResult(skip_reason="corpus already ingested", cursor=digest)
+        if context.cursor is None:
+            recorded = _ingested_manifest(context)
+            if recorded is None or recorded == digest[:16]:
+                # A fresh sensor: the automation sensor materializes a never-ingested corpus, and an ingested one
+                # that has not changed needs nothing. Remember the state; only later changes are events.
+                return dg.SensorResult(skip_reason="corpus state recorded", cursor=digest)
         # No run_key on purpose: a corpus that returns to an earlier state (a reverted edit) is a real change too.
         return dg.SensorResult(
             run_requests=[dg.RunRequest(tags={"ragpipe/trigger": "corpus_sensor", "ragpipe/corpus_manifest": digest[:16]})],
@@ -37,16 +40,13 @@ def build_corpus_sensor(settings: Settings) -> dg.SensorDefinition:
     return corpus_sensor
 
 
-def _already_ingested(context: dg.SensorEvaluationContext, digest: str) -> bool:
-    """True when the latest `corpus` materialization recorded this manifest (its data version)."""
+def _ingested_manifest(context: dg.SensorEvaluationContext) -> str | None:
+    """The manifest digest (data version) of the latest `corpus` materialization, if any."""
     instance = context.instance
-    if instance is None:
-        return False
-    record = instance.get_latest_materialization_event(dg.AssetKey("corpus"))
+    record = instance.get_latest_materialization_event(dg.AssetKey("corpus")) if instance else None
     if record is None or record.asset_materialization is None:
-        return False
-    tags = record.asset_materialization.tags or {}
-    return tags.get("dagster/data_version") == digest[:16]
+        return None
+    return (record.asset_materialization.tags or {}).get("dagster/data_version")
 
 
 def build_nightly_schedule(settings: Settings) -> dg.ScheduleDefinition:

@@ -48,13 +48,21 @@ def run_sql(db_path: Path, query: str, fmt: str = "table", wait_s: float = 10.0)
     """Run one query on a read-only connection. Writes are refused; a held writer lock gives a clear message."""
     try:
         with connect(db_path, read_only=True, wait_s=wait_s) as con:
+            # A read-only database still lets SQL write files (COPY TO, EXPORT) and attach other databases read-write.
+            con.execute("SET enable_external_access = false")
+            con.execute("SET lock_configuration = true")
             try:
                 cur = con.execute(query)
             except duckdb.InvalidInputException as exc:
                 if "read-only" in str(exc).lower():
                     print("ragpipe sql is read-only: write statements are refused", file=sys.stderr)
                     return 2
-                raise
+                print(f"SQL error: {exc}", file=sys.stderr)  # e.g. SET on the locked configuration
+                return 2
+            except duckdb.PermissionException:
+                print("ragpipe sql is read-only: reading or writing files (COPY, EXPORT, ATTACH, read_csv) is refused",
+                      file=sys.stderr)
+                return 2
             except duckdb.Error as exc:
                 print(f"SQL error: {exc}", file=sys.stderr)
                 return 2

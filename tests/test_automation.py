@@ -82,7 +82,7 @@ def _sensor_result(p: Project, cursor: str | None) -> dg.SensorResult:
 def test_corpus_sensor_one_event_per_real_change(tmp_path: Path) -> None:
     p = make_project(tmp_path / "sensor", with_golden=False)
     first = _sensor_result(p, None)
-    assert len(first.run_requests or []) == 1  # never ingested: one run
+    assert not first.run_requests and first.cursor  # never ingested: the automation sensor's job, not an event
     cursor = first.cursor
 
     def step(change: object) -> int:
@@ -106,11 +106,13 @@ def test_corpus_sensor_one_event_per_real_change(tmp_path: Path) -> None:
     assert len(_sensor_result(p, cursor).run_requests or []) == 0
 
 
-def test_fresh_sensor_on_an_ingested_corpus_does_not_rerun(tmp_path: Path) -> None:
+def test_fresh_sensor_reruns_only_when_the_corpus_changed_since_ingestion(tmp_path: Path) -> None:
     p = make_project(tmp_path / "fresh", with_golden=False)
     p.materialize(["corpus"])
     result = _sensor_result(p, None)
     assert not result.run_requests and result.cursor
+    (p.corpus / "added-while-the-sensor-was-off.md").write_text("# Note\n\nA file added while no sensor ran.\n")
+    assert len(_sensor_result(p, None).run_requests or []) == 1
 
 
 def test_definitions_declare_sensors_running_and_nightly_schedule(tmp_path: Path) -> None:
