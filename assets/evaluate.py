@@ -62,7 +62,7 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     def golden_set(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
-            stats = evaluate.load_golden_stage(s, con, context.run_id, log=context.log.info)
+            stats = evaluate.load_golden_stage(s, con, context.run.run_id, log=context.log.info)
         return dg.MaterializeResult(
             metadata={**stats, "dagster/row_count": stats["tests"], "path": dg.MetadataValue.path(stats["path"])},
             data_version=dg.DataVersion(stats["sha256"][:16]),
@@ -82,7 +82,7 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     def stamps(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
-            stats = evaluate.stamp_stage(s, con, context.run_id, log=context.log.info)
+            stats = evaluate.stamp_stage(s, con, context.run.run_id, log=context.log.info)
         changes = stats.pop("changes")
         return dg.MaterializeResult(
             metadata={
@@ -108,7 +108,7 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     def retrievals(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
-            stats = evaluate.retrieve_stage(s, con, context.run_id, trigger=_trigger(context), log=context.log.info)
+            stats = evaluate.retrieve_stage(s, con, context.run.run_id, trigger=_trigger(context), log=context.log.info)
         return dg.MaterializeResult(metadata=stats)
 
     @dg.asset(
@@ -124,7 +124,7 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     def answers(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
-            stats = evaluate.answer_stage(s, con, context.run_id, log=context.log.info)
+            stats = evaluate.answer_stage(s, con, context.run.run_id, log=context.log.info)
         return dg.MaterializeResult(metadata=stats)
 
     severity = dg.AssetCheckSeverity.ERROR if settings.gate.check_severity == "ERROR" else dg.AssetCheckSeverity.WARN
@@ -143,7 +143,7 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     def verdicts(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
-            stats = evaluate.verdict_stage(s, con, context.run_id, log=context.log.info)
+            stats = evaluate.verdict_stage(s, con, context.run.run_id, log=context.log.info)
             summary = load_summary(con)
             stale_stamps = con.execute(
                 "SELECT count(*) FROM latest_stamps WHERE chunker_tag = ? AND status IN ('moved', 'split', 'new')",

@@ -52,7 +52,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     def corpus(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
-            stats = ingest.sync_corpus(s, con, context.run_id, log=context.log.info)
+            stats = ingest.sync_corpus(s, con, context.run.run_id, log=context.log.info)
             return dg.MaterializeResult(
                 metadata={
                     "corpus_dir": dg.MetadataValue.path(str(s.corpus.dir)),
@@ -78,7 +78,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     def documents(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
-            stats = ingest.parse_documents(s, con, context.run_id, log=context.log.info)
+            stats = ingest.parse_documents(s, con, context.run.run_id, log=context.log.info)
             return dg.MaterializeResult(
                 metadata={
                     **{k: v for k, v in stats.items()},
@@ -102,7 +102,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     def chunks(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
-            stats = ingest.chunk_documents(s, con, context.run_id, log=context.log.info)
+            stats = ingest.chunk_documents(s, con, context.run.run_id, log=context.log.info)
             return dg.MaterializeResult(
                 metadata={**stats, "dagster/row_count": stats["chunks"]},
                 data_version=_version(
@@ -124,7 +124,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     def embeddings(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
-            stats = ingest.embed_chunks(s, con, context.run_id, log=context.log.info)
+            stats = ingest.embed_chunks(s, con, context.run.run_id, log=context.log.info)
             return dg.MaterializeResult(
                 metadata={
                     **stats,

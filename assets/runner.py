@@ -4,6 +4,7 @@ and tell what is stale and why, down the whole chain (Dagster's own staleness st
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,14 +31,24 @@ class _Loading(LoadingContext):
 
 def project_instance(root: Path) -> dg.DagsterInstance:
     """The instance configured by dagster.yaml in `root` (DAGSTER_HOME wins when set)."""
-    if os.environ.get("DAGSTER_HOME"):
-        return dg.DagsterInstance.get()
-    cwd = Path.cwd()
-    os.chdir(root)  # dagster.yaml's relative storage paths resolve against the working directory
-    try:
-        return dg.DagsterInstance.from_config(str(root))
-    finally:
-        os.chdir(cwd)
+    import fcntl
+    import hashlib
+    import tempfile
+
+    home = Path(os.environ.get("DAGSTER_HOME") or root).resolve()
+    # Two processes creating a fresh instance at once race in Dagster's sqlite storage set-up ("table runs already
+    # exists"): one creates it at a time (a lock file outside the project, keyed by the instance directory).
+    lock = Path(tempfile.gettempdir()) / f"ragpipe-instance-{hashlib.sha256(str(home).encode()).hexdigest()[:16]}.lock"
+    with open(lock, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        if os.environ.get("DAGSTER_HOME"):
+            return dg.DagsterInstance.get()
+        cwd = Path.cwd()
+        os.chdir(root)  # dagster.yaml's relative storage paths resolve against the working directory
+        try:
+            return dg.DagsterInstance.from_config(str(root))
+        finally:
+            os.chdir(cwd)
 
 
 @dataclass(frozen=True)
@@ -75,6 +86,39 @@ def asset_states(defs: dg.Definitions, instance: dg.DagsterInstance) -> list[Ass
     return list(states.values())
 
 
+HOST_TAG, PID_TAG = "ragpipe/host", "ragpipe/pid"  # where an in-process run runs
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Fail the in-process runs whose process died (SIGKILL, OOM, power loss) and free their pool slots.
+
+    A killed run stays STARTED and keeps its "duckdb" pool slot (dagster.yaml: limit 1), so without this every
+    later run on the instance waits for that slot forever. Only runs started by `materialize` on this host.
+    """
+    from dagster._core.storage.dagster_run import DagsterRunStatus
+
+    released = []
+    statuses = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=statuses, tags={HOST_TAG: socket.gethostname()})):
+        pid = int(run.tags.get(PID_TAG) or 0)
+        if not pid or _pid_alive(pid):
+            continue
+        instance.report_run_failed(run, f"the process running this run (pid {pid}) died without finishing it")
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        released.append(run.run_id)
+    return released
+
+
 def materialize(
     settings_file: str | None = None,
     selection: list[str] | None = None,
@@ -82,6 +126,8 @@ def materialize(
     tags: dict[str, str] | None = None,
 ) -> dg.ExecuteInProcessResult:
     defs = build_definitions(settings_file)
+    if instance is not None:
+        release_dead_runs(instance)
     if selection is None:  # the whole graph, less the on-demand groups
         skip = on_demand_keys(defs)
         selection = [k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys() if k not in skip]
@@ -90,7 +136,7 @@ def materialize(
         resources=dict(defs.resources or {}),
         instance=instance,
         selection=selection,
-        tags=tags,
+        tags={**(tags or {}), HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())},
         raise_on_error=False,
         # Progress (INFO) on the console; Dagster's step-by-step DEBUG events stay in the run's event log.
         run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},

@@ -109,12 +109,12 @@ class ExtractiveAnswerer:
                 df[t] = df.get(t, 0) + 1
         n = len(candidates) + 1
         weight = {t: math.log(1 + n / (1 + df.get(t, 0))) for t in q_terms}
-        total = sum(weight.values()) or 1.0
+        total = sum(weight[t] for t in sorted(weight)) or 1.0  # sorted: a float sum in set order varies per process
         best, best_score = "", 0.0
         for sent, s_terms in candidates:
             if required - s_terms:
                 continue
-            score = sum(weight[t] for t in q_terms & s_terms) / total
+            score = sum(weight[t] for t in sorted(q_terms & s_terms)) / total
             if score > best_score:
                 best, best_score = sent, score
         text = best if best and best_score >= self.min_support else self.refusal

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
@@ -17,7 +18,17 @@ from ragpipe import store
 from ragpipe.chunk import Chunk, chunk_document
 from ragpipe.corpus import scan_corpus
 from ragpipe.embed import Embedder, load_embedder
-from ragpipe.parse import ParseError, element_offsets, elements_from_json, parse_file
+from ragpipe.parse import (
+    ParsedDocument,
+    ParseError,
+    ParserUnavailable,
+    element_offsets,
+    elements_from_json,
+    failed_under_lower_limits,
+    isolation_available,
+    parse_file,
+    shared_pool,
+)
 from ragpipe.settings import Settings
 from ragpipe.warehouse import transaction
 
@@ -65,13 +76,26 @@ def sync_corpus(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str,
 
 
 def parse_documents(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop) -> dict[str, Any]:
-    """Parse new and changed files; drop documents that left the corpus. A bad file becomes an ingest_errors row."""
+    """Parse new and changed files; drop documents that left the corpus. A bad file becomes an ingest_errors row.
+
+    Files are parsed in worker processes under [parser].timeout_s and [parser].max_memory_mb per document
+    (ragpipe.parse.ParserPool); a file that overran a lower limit than the current one is tried again.
+    """
     t0 = time.time()
+    p = settings.parser
     corpus = con.execute("SELECT path, sha256 FROM corpus_files ORDER BY path").fetchall()
     parsed = dict(con.execute("SELECT doc_id, sha256 FROM documents").fetchall())
-    failed = dict(con.execute("SELECT path, sha256 FROM ingest_errors WHERE stage = 'parse'").fetchall())
-    current = {p for p, _ in corpus}
-    todo = [(p, h) for p, h in corpus if parsed.get(p) != h and failed.get(p) != h]
+    failed = {r[0]: r[1:] for r in con.execute("SELECT path, sha256, error_class, message FROM ingest_errors WHERE stage = 'parse'").fetchall()}
+    current = {path for path, _ in corpus}
+
+    def needs_parse(path: str, sha: str) -> bool:
+        if parsed.get(path) == sha:
+            return False
+        if path not in failed or failed[path][0] != sha:
+            return True
+        return failed_under_lower_limits(failed[path][1], failed[path][2], p.timeout_s, p.max_memory_mb)
+
+    todo = [(path, h) for path, h in corpus if needs_parse(path, h)]
 
     with transaction(con):
         gone = sorted((set(parsed) | set(failed)) - current)
@@ -79,36 +103,60 @@ def parse_documents(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: 
             con.execute("DELETE FROM documents WHERE doc_id = ?", [doc_id])
             con.execute("DELETE FROM ingest_errors WHERE path = ? AND stage = 'parse'", [doc_id])
 
-    n_ok = n_err = 0
-    for i, (rel, sha) in enumerate(todo, 1):
-        path = settings.corpus.dir / rel
+    pool = shared_pool() if todo and isolation_available() else None
+
+    def work(item: tuple[str, str]) -> tuple[ParsedDocument | None, Exception | None, float]:
+        path = settings.corpus.dir / item[0]
         started = time.perf_counter()
         try:
-            doc = parse_file(path, pdf_strategy=settings.parser.pdf_strategy)
+            if pool is not None:
+                doc = pool.parse(path, p.pdf_strategy, p.timeout_s, p.max_memory_mb)
+            else:  # no child processes possible here: in-process, with only the (main-thread) time limit
+                doc = parse_file(path, pdf_strategy=p.pdf_strategy, timeout_s=p.timeout_s)
+        except ParserUnavailable:
+            raise  # a broken environment fails the stage; it is not a bad file
         except Exception as exc:  # one bad file never stops the run: record it and go on
-            n_err += 1
-            msg = str(exc) if isinstance(exc, ParseError) else f"{rel}: {type(exc).__name__}: {exc}"
-            msg = msg.replace(path.name + ":", rel + ":", 1) if msg.startswith(path.name + ":") else msg
+            return None, exc, time.perf_counter() - started
+        return doc, None, time.perf_counter() - started
+
+    n_ok = n_err = 0
+    executor = ThreadPoolExecutor(max_workers=pool.size, thread_name_prefix="parse") if pool is not None else None
+    results = executor.map(work, todo) if executor is not None else map(work, todo)
+    try:
+        for i, ((rel, sha), (doc, exc, seconds)) in enumerate(zip(todo, results), 1):
+            path = settings.corpus.dir / rel
+            if doc is None:
+                assert exc is not None
+                n_err += 1
+                error_class = exc.error_class if isinstance(exc, ParseError) else type(exc).__name__
+                msg = str(exc) if isinstance(exc, ParseError) else f"{rel}: {type(exc).__name__}: {exc}"
+                msg = msg.replace(path.name + ":", rel + ":", 1) if msg.startswith(path.name + ":") else msg
+                with transaction(con):
+                    con.execute("DELETE FROM documents WHERE doc_id = ?", [rel])
+                    con.execute("DELETE FROM ingest_errors WHERE path = ? AND stage = 'parse'", [rel])
+                    con.execute(
+                        "INSERT INTO ingest_errors VALUES (?, 'parse', ?, ?, ?, ?, now())",
+                        [rel, sha, error_class, msg[:2000], run_id],
+                    )
+                log(f"parse: [{i}/{len(todo)}] FAILED {msg}")
+                continue
+            n_ok += 1
             with transaction(con):
                 con.execute("DELETE FROM documents WHERE doc_id = ?", [rel])
                 con.execute("DELETE FROM ingest_errors WHERE path = ? AND stage = 'parse'", [rel])
                 con.execute(
-                    "INSERT INTO ingest_errors VALUES (?, 'parse', ?, ?, ?, ?, now())",
-                    [rel, sha, type(exc).__name__, msg[:2000], run_id],
+                    "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?)",
+                    [rel, str(path), sha, doc.format, doc.n_elements, len(doc.text), doc.text, doc.elements_json(), seconds, run_id],
                 )
-            log(f"parse: [{i}/{len(todo)}] FAILED {msg}")
-            continue
-        seconds = time.perf_counter() - started
-        n_ok += 1
-        with transaction(con):
-            con.execute("DELETE FROM documents WHERE doc_id = ?", [rel])
-            con.execute("DELETE FROM ingest_errors WHERE path = ? AND stage = 'parse'", [rel])
-            con.execute(
-                "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?)",
-                [rel, str(path), sha, doc.format, doc.n_elements, len(doc.text), doc.text, doc.elements_json(), seconds, run_id],
-            )
-        if i % 10 == 0 or i == len(todo):
-            log(f"parse: [{i}/{len(todo)}] {rel}: {doc.n_elements} elements in {seconds:.2f} s")
+            if i % 10 == 0 or i == len(todo):
+                log(f"parse: [{i}/{len(todo)}] {rel}: {doc.n_elements} elements in {seconds:.2f} s")
+    except BaseException:
+        if pool is not None:
+            pool.close()  # stop the documents in flight now (interrupted, or the warehouse failed); a new pool follows
+        raise
+    finally:
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
 
     totals = con.execute("SELECT count(*), coalesce(sum(n_elements), 0), coalesce(sum(n_chars), 0) FROM documents").fetchone()
     errors = con.execute("SELECT count(*) FROM ingest_errors").fetchone()[0]
