@@ -12,9 +12,12 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
+import numpy as np
+
 from ragpipe.golden import GoldenTest
 
 _WS = re.compile(r"\s+")
+_WHITESPACE = np.array([c for c in range(0x3001) if chr(c).isspace()], dtype=np.uint32)
 
 
 def normalize(text: str) -> str:
@@ -44,24 +47,26 @@ class _NormalizedDoc:
     """A document's whitespace-normalized text with a map back to original character offsets."""
 
     def __init__(self, text: str):
-        seg_norm: list[int] = []
-        seg_orig: list[int] = []
-        parts: list[str] = []
-        pos = 0
-        for m in re.finditer(r"\S+", text):
-            if parts:
-                pos += 1
-            seg_norm.append(pos)
-            seg_orig.append(m.start())
-            parts.append(m.group())
-            pos += len(m.group())
-        self.text = " ".join(parts)
-        self._norm = seg_norm
-        self._orig = seg_orig
+        # Vectorized: word starts/ends in the original text, and where each word starts once every whitespace
+        # run is one space. (str.split and str.isspace agree on what whitespace is, and so does re's \s.)
+        self.text = " ".join(text.split())
+        if not self.text:
+            self._norm = self._orig = np.zeros(1, dtype=np.int64)
+            return
+        cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        is_ws = np.isin(cps, _WHITESPACE)
+        edges = np.diff(np.concatenate(([True], is_ws, [True])).astype(np.int8))
+        starts = np.flatnonzero(edges == -1)  # whitespace -> word
+        ends = np.flatnonzero(edges == 1)  # word -> whitespace
+        lengths = ends - starts
+        norm = np.zeros(len(starts), dtype=np.int64)
+        norm[1:] = np.cumsum(lengths[:-1] + 1)
+        self._norm = norm
+        self._orig = starts.astype(np.int64)
 
     def to_orig(self, norm_pos: int) -> int:
-        i = max(0, bisect.bisect_right(self._norm, norm_pos) - 1)
-        return self._orig[i] + (norm_pos - self._norm[i])
+        i = max(0, int(np.searchsorted(self._norm, norm_pos, side="right")) - 1)
+        return int(self._orig[i] + (norm_pos - self._norm[i]))
 
     def find(self, quote: str) -> tuple[int, int] | None:
         """Original-text span of the normalized quote, or None."""
@@ -87,6 +92,7 @@ class Restamper:
         for doc_id, cs in self._by_doc.items():
             cs.sort(key=lambda c: (c.start_char, c.end_char))
             self._starts[doc_id] = [c.start_char for c in cs]
+        self._longest = {d: max(c.end_char - c.start_char for c in cs) for d, cs in self._by_doc.items()}
 
     def _doc(self, doc_id: str) -> _NormalizedDoc:
         nd = self._norm.get(doc_id)
@@ -108,13 +114,14 @@ class Restamper:
     def covering_chunks(self, doc_id: str, start: int, end: int) -> list[str]:
         """One chunk that holds the whole span if there is one; else the chunks that together cover it."""
         cs = self._by_doc.get(doc_id, [])
-        hi = bisect.bisect_right(self._starts.get(doc_id, []), start)
-        # A chunk holding the whole span starts at or before `start`; overlap means several may qualify.
-        holders = [c for c in cs[:hi] if c.end_char >= end]
+        starts = self._starts.get(doc_id, [])
+        # Only chunks starting within one maximal chunk length before the span can reach into it.
+        lo = bisect.bisect_left(starts, start - self._longest.get(doc_id, 0))
+        hi = bisect.bisect_right(starts, start)
+        holders = [c for c in cs[lo:hi] if c.end_char >= end]
         if holders:
             return [min(holders, key=lambda c: c.end_char - c.start_char).chunk_id]
-        parts = [c for c in cs if c.start_char < end and c.end_char > start]
-        return [c.chunk_id for c in parts]
+        return [c.chunk_id for c in cs[lo:bisect.bisect_left(starts, end)] if c.end_char > start]
 
     def stamp(self, test: GoldenTest) -> Stamp:
         anchor = "trap" if test.kind == "negative" else "evidence"
