@@ -36,6 +36,7 @@ exclude = {exclude}
 
 [parser]
 pdf_strategy = "fast"
+{parser_limits}
 
 [chunker]
 strategy = "by_title"
@@ -63,12 +64,18 @@ def write_settings(
     max_characters: int = 800,
     new_after: int = 600,
     batch_size: int = 64,
+    parse_timeout_s: float | None = None,
+    parse_max_memory_mb: int | None = None,
 ) -> Any:
     from ragpipe.settings import load_settings
 
     text = SETTINGS_TOML.format(
         warehouse=toml_str(str(warehouse)), corpus=toml_str(str(corpus)), exclude="[" + ", ".join(toml_str(e) for e in exclude) + "]",
         max_characters=max_characters, new_after=min(new_after, max_characters), batch_size=batch_size,
+        parser_limits="\n".join(
+            ([f"timeout_s = {float(parse_timeout_s)}"] if parse_timeout_s is not None else [])
+            + ([f"max_memory_mb = {int(parse_max_memory_mb)}"] if parse_max_memory_mb is not None else [])
+        ),
     )
     path.write_text(text, encoding="utf-8")
     return load_settings(path)
@@ -227,13 +234,14 @@ def machine() -> dict[str, Any]:
                 break
     except OSError:
         pass
+    from importlib import metadata
+
     versions = {}
-    for mod in ("torch", "sentence_transformers", "transformers", "unstructured", "lancedb", "duckdb", "pdfminer"):
+    for dist in ("torch", "sentence-transformers", "transformers", "unstructured", "lancedb", "duckdb", "pdfminer.six", "onnxruntime"):
         try:
-            m = __import__(mod)
-            versions[mod] = getattr(m, "__version__", None)
-        except Exception:  # noqa: BLE001  (a missing optional package is just not reported)
-            versions[mod] = None
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[dist] = None
     try:
         import torch
 
@@ -251,6 +259,51 @@ def machine() -> dict[str, Any]:
         "load_average_at_start": list(os.getloadavg()),
         "versions": versions,
     }
+
+
+def library_state() -> dict[str, Any]:
+    """Which library code was measured: the commit, whether ragpipe/ differs from it, and a hash of its sources.
+
+    Other people edit the library while benchmarks run; the hash tells two runs' code apart.
+    """
+    import hashlib
+    import subprocess
+
+    h = hashlib.sha256()
+    for p in sorted((ROOT / "ragpipe").rglob("*.py")) + sorted((ROOT / "ragpipe").rglob("*.sql")):
+        h.update(p.relative_to(ROOT).as_posix().encode())
+        h.update(p.read_bytes())
+
+    def git(*args: str) -> str | None:
+        try:
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    return {
+        "commit": git("rev-parse", "HEAD"),
+        "ragpipe_modified_vs_commit": git("status", "--porcelain", "--", "ragpipe", "assets"),
+        "ragpipe_sources_sha256": h.hexdigest()[:16],
+    }
+
+
+def child_peak_rss_mb() -> dict[int, float]:
+    """VmHWM (peak RSS) of each live child process, e.g. the parser workers."""
+    out: dict[int, float] = {}
+    try:
+        import psutil
+
+        children = psutil.Process().children(recursive=True)
+    except Exception:  # noqa: BLE001
+        return out
+    for c in children:
+        try:
+            for line in Path(f"/proc/{c.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    out[c.pid] = int(line.split()[1]) / 1024
+        except OSError:
+            continue
+    return out
 
 
 def write_json(path: Path, data: Any) -> None:

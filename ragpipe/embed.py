@@ -159,6 +159,225 @@ class StaticEmbedder:
         return [len(e.ids) for e in self._model.tokenizer.encode_batch(texts, add_special_tokens=True)]
 
 
+# ---------------------------------------------------------------------------------------------- ONNX Runtime backend
+# The packaged MiniLM exported locally to ONNX (torch.onnx.export, TorchScript exporter), fused for CPU by
+# onnxruntime.transformers' BERT optimizer, and optionally int8-quantized (dynamic, per-channel weights). Mean pooling
+# and L2 normalization are part of the graph, so its output is the sentence-transformers embedding. Built once per
+# (weights, export parameters) under the models directory, atomically; every parameter that changes the numbers is
+# in ONNX_EXPORT_PARAMS / ONNX_INT8_PARAMS and so in the tag. Bump ONNX_EXPORT_VERSION when the build code changes.
+
+ONNX_EXPORT_VERSION = "1"
+ONNX_OPSET = 17
+ONNX_EXPORT_PARAMS = (
+    f"onnx-export v{ONNX_EXPORT_VERSION} exporter=torchscript opset={ONNX_OPSET} attn=eager "
+    "optimizer=ort-transformers-bert opt_level=1 pooling=mean normalize=l2"
+)
+ONNX_INT8_PARAMS = "quantize_dynamic weight=QInt8 per_channel=1 ops=MatMul,Attention const_b_only=1 reduce_range=0"
+ONNX_FILE = "model.onnx"
+ONNX_BUILDS = {"export": 0, "quantize": 0}  # builds done by this process (the tests check that a cache is reused)
+
+
+def _max_seq_length(source: Path, default: int = 256) -> int:
+    cfg = source / "sentence_bert_config.json"
+    try:
+        return int(json.loads(cfg.read_text(encoding="utf-8")).get("max_seq_length", default))
+    except (OSError, ValueError):
+        return default
+
+
+def _atomic_build(target: Path, build: Callable[[Path], None]) -> bool:
+    """Build into a private temporary directory beside `target`, then rename it into place.
+
+    A killed build never leaves a half model at `target`; two processes building at once both succeed (the loser's
+    copy is discarded). Returns True when this call built it.
+    """
+    import shutil
+    import tempfile
+
+    if (target / ONNX_FILE).is_file():
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        build(tmp)
+        try:
+            tmp.rename(target)
+        except OSError:
+            if not (target / ONNX_FILE).is_file():
+                raise
+            return False  # another process finished first
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return True
+
+
+def _export_minilm_onnx(source: Path, out_dir: Path, max_seq: int) -> None:
+    """torch.onnx.export of BertModel + mean pooling + L2 normalize, then ORT's BERT fusions (Attention, LayerNorm)."""
+    import warnings
+
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    config = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    model = AutoModel.from_pretrained(str(source), attn_implementation="eager").eval()
+
+    class Pooled(torch.nn.Module):
+        def __init__(self, bert: Any) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids: Any, attention_mask: Any) -> Any:
+            hidden = self.bert(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=torch.zeros_like(input_ids)
+            ).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(pooled, p=2.0, dim=1)
+
+    tok = AutoTokenizer.from_pretrained(str(source))
+    sample = tok(["an example sentence", "a second, longer example sentence for the trace"], padding=True,
+                 truncation=True, max_length=max_seq, return_tensors="pt")
+    raw = out_dir / "raw.onnx"
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer notices
+        torch.onnx.export(
+            Pooled(model),
+            (sample["input_ids"], sample["attention_mask"]),
+            str(raw),
+            dynamo=False,
+            opset_version=ONNX_OPSET,
+            input_names=["input_ids", "attention_mask"],
+            output_names=["embedding"],
+            dynamic_axes={"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
+                          "embedding": {0: "batch"}},
+            do_constant_folding=True,
+        )
+    from onnxruntime.transformers import optimizer
+
+    fused = optimizer.optimize_model(
+        str(raw), model_type="bert", num_heads=int(config["num_attention_heads"]),
+        hidden_size=int(config["hidden_size"]), opt_level=1, use_gpu=False,
+    )
+    fused.save_model_to_file(str(out_dir / ONNX_FILE))
+    raw.unlink()
+
+
+def _quantize_int8(fp32_model: Path, out_dir: Path) -> None:
+    import logging
+
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(max(level, logging.ERROR))  # quantize_dynamic's "consider pre-processing" notice on the root logger
+    try:
+        quantize_dynamic(
+            str(fp32_model), str(out_dir / ONNX_FILE), weight_type=QuantType.QInt8, per_channel=True,
+            reduce_range=False, op_types_to_quantize=["MatMul", "Attention"],
+            # Weights only, per output channel (per-tensor scales cost ~0.05 of cosine): the fused Attention's QKV
+            # projection becomes QAttention, the other weight matmuls DynamicQuantizeMatMul; activation x activation
+            # products (attention scores) stay float. The fused graph holds com.microsoft ops whose outputs shape
+            # inference cannot type, hence the default tensor type.
+            extra_options={"MatMulConstBOnly": True, "DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
+    finally:
+        root.setLevel(level)
+
+
+def build_minilm_onnx(models_dir: Path, int8: bool = False) -> tuple[Path, str, bool]:
+    """(model file, fingerprint, built now) of the cached ONNX export of the packaged MiniLM, building it if needed."""
+    source = minilm_path()
+    max_seq = _max_seq_length(source)
+    fp32_params = f"{ONNX_EXPORT_PARAMS} max_seq={max_seq}"
+    fp32_fp = weights_fingerprint(source, extra=fp32_params)
+    fp32_dir = models_dir / f"minilm-onnx-{fp32_fp}"
+
+    def export(tmp: Path) -> None:
+        _export_minilm_onnx(source, tmp, max_seq)
+        (tmp / "build.json").write_text(json.dumps({"source": str(source), "params": fp32_params}, indent=1))
+        ONNX_BUILDS["export"] += 1
+
+    built = _atomic_build(fp32_dir, export)
+    if not int8:
+        return fp32_dir / ONNX_FILE, fp32_fp, built
+    int8_params = f"{fp32_params} {ONNX_INT8_PARAMS}"
+    int8_fp = weights_fingerprint(source, extra=int8_params)
+    int8_dir = models_dir / f"minilm-onnx-int8-{int8_fp}"
+
+    def quantize(tmp: Path) -> None:
+        _quantize_int8(fp32_dir / ONNX_FILE, tmp)
+        (tmp / "build.json").write_text(json.dumps({"source": str(source), "params": int8_params}, indent=1))
+        ONNX_BUILDS["quantize"] += 1
+
+    built = _atomic_build(int8_dir, quantize) or built
+    return int8_dir / ONNX_FILE, int8_fp, built
+
+
+def usable_cpus() -> int:
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass
+class OnnxEmbedder:
+    """The packaged all-MiniLM-L6-v2 on ONNX Runtime (CPU): "minilm-onnx" (fp32) or "minilm-onnx-int8"."""
+
+    name: str
+    cache_dir: Path
+    int8: bool = False
+    batch_size: int = 64
+    threads: int = 0  # intra-op threads; 0: every usable core
+    tag: str = ""
+    dims: int = 0
+    max_seq_length: int = 256
+    model_file: Path | None = None
+    built: bool = False  # True when this instance had to export/quantize (False: the cached build was reused)
+    _session: Any = field(default=None, repr=False)
+    _tokenizer: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        import onnxruntime as ort
+        from transformers import AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        source = minilm_path()
+        self.max_seq_length = _max_seq_length(source)
+        self.model_file, fp, self.built = build_minilm_onnx(self.cache_dir, int8=self.int8)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = self.threads or usable_cpus()
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.log_severity_level = 3
+        self._session = ort.InferenceSession(str(self.model_file), opts, providers=["CPUExecutionProvider"])
+        self._tokenizer = AutoTokenizer.from_pretrained(str(source))
+        self.dims = int(self._session.get_outputs()[0].shape[-1])
+        self.tag = f"{'minilm-onnx-int8' if self.int8 else 'minilm-onnx'}-{fp}"
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        enc = self._tokenizer(texts, padding=True, truncation=True, max_length=self.max_seq_length, return_tensors="np")
+        feeds = {"input_ids": enc["input_ids"].astype(np.int64), "attention_mask": enc["attention_mask"].astype(np.int64)}
+        return self._session.run(None, feeds)[0]
+
+    def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:
+        def fn(part: list[str]) -> np.ndarray:  # part is length-sorted: consecutive batches pad little
+            return np.concatenate([self._run(part[i : i + self.batch_size]) for i in range(0, len(part), self.batch_size)])
+
+        return _batched_encode(fn, texts, self.batch_size, progress)
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        return [len(ids) for ids in self._tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]]
+
+
 _CACHE: dict[tuple[str, str, int, str], Embedder] = {}
 
 
@@ -172,6 +391,10 @@ def load_embedder(cfg: EmbedderSettings, models_dir: Path) -> Embedder:
         emb = SentenceTransformerEmbedder("minilm", str(minilm_path()), cfg.batch_size, cfg.device)
     elif cfg.name == "minilm-static":
         emb = StaticEmbedder("minilm-static", models_dir)
+    elif cfg.name in ("minilm-onnx", "minilm-onnx-int8"):
+        if cfg.device != "cpu":
+            raise ValueError(f"embedder {cfg.name} runs on ONNX Runtime's CPU provider; set [embedder].device = \"cpu\"")
+        emb = OnnxEmbedder(cfg.name, models_dir, int8=cfg.name.endswith("-int8"), batch_size=cfg.batch_size)
     else:
         emb = SentenceTransformerEmbedder(cfg.name, cfg.name, cfg.batch_size, cfg.device)
     _CACHE[key] = emb
