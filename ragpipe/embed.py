@@ -149,7 +149,8 @@ class StaticEmbedder:
 
     def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:
         def fn(part: list[str]) -> np.ndarray:
-            v = self._model.encode(part, batch_size=self.batch_size)
+            # A text with no known token averages nothing: model2vec gives NaN; store a zero vector instead.
+            v = np.nan_to_num(np.asarray(self._model.encode(part, batch_size=self.batch_size), dtype=np.float32))
             n = np.linalg.norm(v, axis=1, keepdims=True)
             return v / np.maximum(n, 1e-12)
 
