@@ -14,6 +14,7 @@ import resource
 import shutil
 import stat
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -139,9 +140,16 @@ def _status_kb(field: str) -> int | None:
     return None
 
 
+_PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20 if hasattr(os, "sysconf") else 4096 / 2**20
+
+
 def rss_mb() -> float | None:
-    kb = _status_kb("VmRSS")
-    return kb / 1024 if kb is not None else None
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * _PAGE_MB
+    except (OSError, ValueError, IndexError):
+        kb = _status_kb("VmRSS")
+        return kb / 1024 if kb is not None else None
 
 
 def maxrss_mb() -> float:
@@ -149,25 +157,41 @@ def maxrss_mb() -> float:
 
 
 class StagePeak:
-    """Peak RSS of the process while a block runs: resets the kernel's high-water mark (VmHWM) via
-    /proc/self/clear_refs, so the figure is this block's own peak, not an earlier stage's."""
+    """Peak RSS of the process while a block runs, sampled every 10 ms from /proc/self/statm by a thread.
+
+    Sampling (rather than resetting the kernel's high-water mark through /proc/self/clear_refs) leaves
+    getrusage's ru_maxrss a true whole-process peak; a spike shorter than the interval can be missed.
+    """
+
+    interval_s = 0.01
 
     def __init__(self) -> None:
         self.before_mb: float | None = None
         self.peak_mb: float | None = None
-        self.method = "VmHWM reset via /proc/self/clear_refs"
+        self.method = f"RSS sampled every {self.interval_s * 1000:g} ms from /proc/self/statm"
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            r = rss_mb()
+            if r is not None and (self.peak_mb is None or r > self.peak_mb):
+                self.peak_mb = r
 
     def __enter__(self) -> "StagePeak":
-        try:
-            Path("/proc/self/clear_refs").write_text("5")
-        except OSError:
-            self.method = "ru_maxrss (high-water mark could not be reset; peak may be an earlier stage's)"
         self.before_mb = rss_mb()
+        self.peak_mb = self.before_mb
+        self._thread = threading.Thread(target=self._sample, name="rss-sampler", daemon=True)
+        self._thread.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        hwm = _status_kb("VmHWM")
-        self.peak_mb = hwm / 1024 if hwm is not None else maxrss_mb()
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        r = rss_mb()
+        if r is not None and (self.peak_mb is None or r > self.peak_mb):
+            self.peak_mb = r
 
     @property
     def growth_mb(self) -> float | None:

@@ -256,7 +256,8 @@ def main() -> int:
                      "embedder": "minilm (packaged all-MiniLM-L6-v2)" if embed else None, "batch_size": args.batch_size,
                      "corpus_exclude": patterns[:1] + ([f"... plus the {len(patterns) - 1} excluded files"] if len(patterns) > 1 else [])},
         "method": "library stage functions from ragpipe/ingest.py on a ragpipe.warehouse.connect connection; "
-                  "inner timings by wrapping library functions in the benchmark process",
+                  "inner timings by wrapping library functions in the benchmark process; "
+                  f"per-stage RSS: {StagePeak().method}; whole process: getrusage ru_maxrss",
     }
     emb = None
     load_s = 0.0
@@ -340,6 +341,8 @@ def main() -> int:
                     "cpu_seconds": round(bare_cpu, 3),
                     "texts_per_s": round(len(texts) / bare_s, 2),
                     "model_load_seconds": round(bare_load_s, 3),
+                    "rss_before_mb": round(bare_peak.before_mb or 0, 1),
+                    "rss_peak_mb": round(bare_peak.peak_mb or 0, 1),
                     "rss_growth_mb": round(bare_peak.growth_mb or 0, 1),
                     "shape": list(vecs.shape),
                 }
@@ -452,7 +455,7 @@ def report(r: dict[str, Any]) -> str:
                      "| (in memory) | (in memory) |")
     fr = r["rerun_fractions"]
     lines.append(
-        f"| **total** | **{fmt_s(full['total_seconds'])}** | | max RSS {r['maxrss_mb']:.0f} MB | "
+        f"| **total** | **{fmt_s(full['total_seconds'])}** | | whole process (ru_maxrss, whole benchmark): {r['maxrss_mb']:.0f} MB | "
         f"**{fmt_s(noop['total_seconds'])}** ({fr['noop / full']:.2%}) | "
         + (f"**{fmt_s(one['total_seconds'])}** ({fr['one_doc / full']:.2%}) |" if one else "- |")
     )
@@ -477,8 +480,8 @@ def report(r: dict[str, Any]) -> str:
             c = r["encode_alternating_check"]
             lines.append(f"| check: {c['texts']} texts, alternating ragpipe/bare, best of 2 | "
                          f"{min(c['ragpipe_encode_seconds']):.2f} s / {min(c['bare_encode_seconds']):.2f} s | {c['best_ratio']:.2f} |")
-        lines.append(f"\nbare encode: peak RSS growth +{b['rss_growth_mb']:.0f} MB; ragpipe embeddings stage: "
-                     f"+{fs['embeddings']['rss_growth_mb']:.0f} MB")
+        lines.append(f"\nRSS while encoding: bare encode peak {b.get('rss_peak_mb', 0):.0f} MB (+{b['rss_growth_mb']:.0f} MB); "
+                     f"ragpipe embeddings stage peak {fs['embeddings']['rss_peak_mb']:.0f} MB (+{fs['embeddings']['rss_growth_mb']:.0f} MB)")
     if embed:
         lines += ["", "| embeddings stage, where the time goes | full run | no-op | one changed doc |", "|---|---|---|---|"]
         for k, v in fs["embeddings"]["breakdown"].items():
