@@ -31,6 +31,7 @@ ui: setup
 	$(VENV)/bin/dagster dev -h 127.0.0.1
 
 bench: setup
+	$(PY) -m pip install -q -e '.[dev,bench]'   # the peers that bench/peers.py measures
 	$(PY) bench/ingest.py
 
 clean:
