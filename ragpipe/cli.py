@@ -35,8 +35,16 @@ def _project_root(settings: Settings) -> Path:
     return settings.source.parent
 
 
+_HOME_SET_HERE: list[str] = []  # DAGSTER_HOME values this process chose itself (one per project it ran)
+
+
 def _instance(settings: Settings) -> Any:
-    os.environ.setdefault("DAGSTER_HOME", str(_project_root(settings)))
+    # A DAGSTER_HOME the user set wins. One this process set for an earlier project (main() called again with
+    # another settings file) does not: that project's run history would make this one's assets look fresh.
+    home = os.environ.get("DAGSTER_HOME")
+    if home is None or home in _HOME_SET_HERE:
+        os.environ["DAGSTER_HOME"] = str(_project_root(settings))
+        _HOME_SET_HERE.append(os.environ["DAGSTER_HOME"])
     from assets.runner import project_instance  # the Dagster layer, imported only when running the graph
 
     return project_instance(_project_root(settings))

@@ -173,7 +173,11 @@ ONNX_EXPORT_PARAMS = (
     f"onnx-export v{ONNX_EXPORT_VERSION} exporter=torchscript opset={ONNX_OPSET} attn=eager "
     "optimizer=ort-transformers-bert opt_level=1 pooling=mean normalize=l2"
 )
-ONNX_INT8_PARAMS = "quantize_dynamic weight=QInt8 per_channel=1 ops=MatMul,Attention const_b_only=1 reduce_range=0"
+ONNX_INT8_PARAMS = "quantize_dynamic weight=QInt8 per_channel=1 ops=MatMul,Attention const_b_only=1 reduce_range=0 rows=1"
+# Dynamic quantization scales activations per tensor, i.e. over the whole batch: batched, a text's int8 vector would
+# depend on its batch-mates (cosine ~0.990 alone vs in a batch). The content-hash cache, sharding and reproducible
+# evaluations all need a vector that is a function of its text alone, so the int8 model runs one text per call
+# ("rows=1" above); measured ~10 % slower than batches of 64 and still ~2x torch (bench/README.md).
 ONNX_FILE = "model.onnx"
 ONNX_BUILDS = {"export": 0, "quantize": 0}  # builds done by this process (the tests check that a cache is reused)
 
@@ -370,8 +374,10 @@ class OnnxEmbedder:
         return self._session.run(None, feeds)[0]
 
     def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:
+        rows = 1 if self.int8 else self.batch_size  # see ONNX_INT8_PARAMS: int8 vectors must not depend on batch-mates
+
         def fn(part: list[str]) -> np.ndarray:  # part is length-sorted: consecutive batches pad little
-            return np.concatenate([self._run(part[i : i + self.batch_size]) for i in range(0, len(part), self.batch_size)])
+            return np.concatenate([self._run(part[i : i + rows]) for i in range(0, len(part), rows)])
 
         return _batched_encode(fn, texts, self.batch_size, progress)
 

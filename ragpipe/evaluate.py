@@ -172,10 +172,9 @@ def answer_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str
     secs = time.perf_counter() - t0
     with transaction(con):
         con.execute("DELETE FROM answers WHERE eval_run_id = ?", [eval_run_id])
-        con.executemany(
-            "INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [[eval_run_id, q, a.text, a.error, a.latency_s, a.input_tokens, a.output_tokens, a.support] for q, a in zip(qids, answers)],
-        )
+        rows = [[eval_run_id, q, a.text, a.error, a.latency_s, a.input_tokens, a.output_tokens, a.support] for q, a in zip(qids, answers)]
+        if rows:  # DuckDB's executemany refuses an empty list (a golden set with no tests)
+            con.executemany("INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
         con.execute(
             "UPDATE eval_runs SET answerer = ?, answerer_label = ?, answered_run_id = ? WHERE eval_run_id = ?",
             [_public_answerer_settings(settings), answerer.label, run_id, eval_run_id],

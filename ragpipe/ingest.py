@@ -246,6 +246,9 @@ def embed_chunks(
     """Bring the embedder's LanceDB table in line with the current chunks, embedding only unseen content."""
     t0 = time.time()
     emb = embedder or load_embedder(settings.embedder, settings.models_dir)
+    if getattr(emb, "built", False):  # the ONNX export/quantization of a fresh machine: say where the time went
+        log(f"embedder {emb.tag}: built once under {settings.models_dir} in {time.time() - t0:.1f} s (later runs reuse it)")
+        emb.built = False  # type: ignore[attr-defined]  # reported; the instance is cached for the process
     chunks = current_chunks(con, settings.chunker_tag)
 
     last = [0.0]

@@ -90,6 +90,18 @@ def test_int8_agrees_with_torch(onnx_int8: embed.OnnxEmbedder, reference: np.nda
     assert cos.min() >= 0.98, cos
 
 
+@pytest.mark.parametrize("backend", ["torch", "fp32", "int8"])
+def test_a_vector_depends_on_its_text_alone(
+    backend: str, torch_emb: embed.Embedder, onnx_fp32: embed.OnnxEmbedder, onnx_int8: embed.OnnxEmbedder, sentences: list[str]
+) -> None:
+    """The content-hash cache and sharded embedding reuse a vector wherever its text was embedded: batch-mates
+    (int8's per-tensor activation scales would see them) must not change it."""
+    emb = {"torch": torch_emb, "fp32": onnx_fp32, "int8": onnx_int8}[backend]
+    alone = np.stack([emb.encode([t])[0] for t in sentences[:4]])
+    batched = emb.encode(sentences)[:4]
+    assert np.abs(alone - batched).max() < 1e-5
+
+
 def test_interface(onnx_fp32: embed.OnnxEmbedder, torch_emb: embed.Embedder, sentences: list[str]) -> None:
     assert onnx_fp32.dims == 384 == torch_emb.dims
     assert onnx_fp32.max_seq_length == 256
