@@ -119,18 +119,39 @@ def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
     return released
 
 
+def _job_from_env() -> dg.JobDefinition:
+    """ragpipe_job of the settings in $RAGPIPE_SETTINGS, rebuilt in every step process of the multiprocess executor."""
+    return build_definitions(os.environ.get("RAGPIPE_SETTINGS")).get_job_def("ragpipe_job")
+
+
 def materialize(
     settings_file: str | None = None,
     selection: list[str] | None = None,
     instance: dg.DagsterInstance | None = None,
     tags: dict[str, str] | None = None,
-) -> dg.ExecuteInProcessResult:
+    multiprocess: bool = False,
+) -> dg.ExecuteInProcessResult | dg.ExecutionResult:
+    """Materialize `selection` (default: the whole graph less the on-demand groups) in this process, or with
+    `multiprocess` one process per step (what `dagster dev` and the daemon do), so embedding shards run in parallel."""
     defs = build_definitions(settings_file)
     if instance is not None:
         release_dead_runs(instance)
     if selection is None:  # the whole graph, less the on-demand groups
         skip = on_demand_keys(defs)
         selection = [k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys() if k not in skip]
+    if multiprocess:
+        from ragpipe.settings import settings_path
+
+        os.environ["RAGPIPE_SETTINGS"] = str(settings_path(settings_file).resolve())  # read by _job_from_env
+        with dg.execute_job(
+            dg.reconstructable(_job_from_env),
+            instance=instance or dg.DagsterInstance.get(),
+            asset_selection=[dg.AssetKey.from_user_string(k) for k in selection],
+            tags={**(tags or {}), HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())},
+            raise_on_error=False,
+            run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
+        ) as result:
+            return result
     return dg.materialize(
         list(defs.assets or []),
         resources=dict(defs.resources or {}),
@@ -147,7 +168,8 @@ def materialize_stale(
     settings_file: str | None = None,
     instance: dg.DagsterInstance | None = None,
     tags: dict[str, str] | None = None,
-) -> tuple[list[str], dg.ExecuteInProcessResult | None]:
+    multiprocess: bool = False,
+) -> tuple[list[str], dg.ExecuteInProcessResult | dg.ExecutionResult | None]:
     """Observe the corpus, then materialize exactly the missing or stale assets and everything below them.
 
     Returns the selected keys and the run result (None when everything was fresh).
@@ -160,4 +182,4 @@ def materialize_stale(
     todo = [s.key for s in asset_states(defs, instance) if s.status != "fresh"]
     if not todo:
         return [], None
-    return todo, materialize(settings_file, todo, instance, tags)
+    return todo, materialize(settings_file, todo, instance, tags, multiprocess)

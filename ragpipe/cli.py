@@ -65,7 +65,8 @@ def _bring_up_to_date(args: argparse.Namespace, trigger: str) -> bool:
 
     settings = _settings(args)
     t0 = time.perf_counter()
-    selected, result = materialize_stale(str(settings.source), _instance(settings), tags={"ragpipe/trigger": trigger})
+    selected, result = materialize_stale(str(settings.source), _instance(settings), tags={"ragpipe/trigger": trigger},
+                                         multiprocess=getattr(args, "multiprocess", False))
     secs = time.perf_counter() - t0
     if result is None:
         print(f"everything is up to date ({secs:.1f} s)")
@@ -360,6 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--junit", metavar="PATH", help="write JUnit XML (did-not-run tests are skipped, never passed)")
     p.add_argument("--markdown", metavar="PATH", help="write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY)")
     p.add_argument("--block", help="comma-separated blocking verdicts, overriding [gate].block (e.g. fail,did_not_run,unverified)")
+    p.add_argument("--multiprocess", action="store_true",
+                   help="one process per step, as the Dagster daemon runs jobs: embedding shards ([scale].embed_shards) "
+                   "run in parallel (default: every step in this process)")
     p.set_defaults(func=cmd_ci)
     p = sub.add_parser("status", help="what is stale and why, down the whole chain (exit 1 when anything is)")
     p.set_defaults(func=cmd_status)

@@ -385,14 +385,21 @@ class OnnxEmbedder:
         return [len(ids) for ids in self._tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]]
 
 
-_CACHE: dict[tuple[str, str, int, str], Embedder] = {}
+_CACHE: dict[tuple[str, str, int, str, int], Embedder] = {}
 
 
-def load_embedder(cfg: EmbedderSettings, models_dir: Path) -> Embedder:
-    """Load (once per process) the embedder named in settings."""
-    key = (cfg.name, str(models_dir), cfg.batch_size, cfg.device)
+def load_embedder(cfg: EmbedderSettings, models_dir: Path, threads: int = 0) -> Embedder:
+    """Load (once per process) the embedder named in settings.
+
+    `threads` caps the CPU threads (0: every usable core); embedding shards sharing a machine split its cores.
+    """
+    key = (cfg.name, str(models_dir), cfg.batch_size, cfg.device, threads)
     if key in _CACHE:
         return _CACHE[key]
+    if threads and cfg.name not in ("minilm-onnx", "minilm-onnx-int8"):
+        import torch
+
+        torch.set_num_threads(threads)
     emb: Embedder
     if cfg.name == "minilm":
         emb = SentenceTransformerEmbedder("minilm", str(minilm_path()), cfg.batch_size, cfg.device)
@@ -401,7 +408,7 @@ def load_embedder(cfg: EmbedderSettings, models_dir: Path) -> Embedder:
     elif cfg.name in ("minilm-onnx", "minilm-onnx-int8"):
         if cfg.device != "cpu":
             raise ValueError(f"embedder {cfg.name} runs on ONNX Runtime's CPU provider; set [embedder].device = \"cpu\"")
-        emb = OnnxEmbedder(cfg.name, models_dir, int8=cfg.name.endswith("-int8"), batch_size=cfg.batch_size)
+        emb = OnnxEmbedder(cfg.name, models_dir, int8=cfg.name.endswith("-int8"), batch_size=cfg.batch_size, threads=threads)
     else:
         emb = SentenceTransformerEmbedder(cfg.name, cfg.name, cfg.batch_size, cfg.device)
     _CACHE[key] = emb

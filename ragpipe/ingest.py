@@ -242,8 +242,12 @@ def embed_chunks(
     run_id: str,
     log: Log = _noop,
     embedder: Embedder | None = None,
+    precomputed: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Bring the embedder's LanceDB table in line with the current chunks, embedding only unseen content."""
+    """Bring the embedder's LanceDB table in line with the current chunks, embedding only unseen content.
+
+    `precomputed` (content hash -> vector) comes from embedding shards (ragpipe.shard); whatever it lacks is embedded here.
+    """
     t0 = time.time()
     emb = embedder or load_embedder(settings.embedder, settings.models_dir)
     if getattr(emb, "built", False):  # the ONNX export/quantization of a fresh machine: say where the time went
@@ -259,7 +263,7 @@ def embed_chunks(
             log(f"embed [{emb.tag}]: {done}/{total} chunks, {done / max(secs, 1e-9):.1f} chunks/s")
 
     db = store.connect(settings.lancedb_dir)
-    table, sync = store.sync_vectors(db, emb, chunks, run_id, progress=progress, log=log)
+    table, sync = store.sync_vectors(db, emb, chunks, run_id, progress=progress, log=log, precomputed=precomputed)
     store.ensure_fts_index(table)
     # Mirror the table into DuckDB in one transaction, recomputed from LanceDB itself (crash-safe).
     rows = store.table_rows(table, ["chunk_id", "content_hash", "n_tokens", "run_id"])

@@ -135,6 +135,14 @@ class AutomationSettings:
 
 
 @dataclass(frozen=True)
+class ScaleSettings:
+    # Static hash partitions of documents whose new chunks are embedded in separate Dagster steps: the multiprocess
+    # executor runs them in parallel here, a cluster executor on other machines. Part of no stage's code version:
+    # the vectors do not depend on how the work was split.
+    embed_shards: int = 1
+
+
+@dataclass(frozen=True)
 class Settings:
     source: Path
     root: Path
@@ -148,6 +156,7 @@ class Settings:
     answerer: AnswererSettings = field(default_factory=AnswererSettings)
     gate: GateSettings = field(default_factory=GateSettings)
     automation: AutomationSettings = field(default_factory=AutomationSettings)
+    scale: ScaleSettings = field(default_factory=ScaleSettings)
     model_cache: Path | None = None
     niah: dict[str, Any] = field(default_factory=dict)  # raw [niah] table; parsed by ragpipe.niah.NiahSettings
 
@@ -255,7 +264,7 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
 
 def settings_from_dict(raw: dict[str, Any], source: Path) -> Settings:
     root = source.parent
-    allowed = {"warehouse", "corpus", "parser", "chunker", "embedder", "golden", "retriever", "answerer", "gate", "automation", "niah"}
+    allowed = {"warehouse", "corpus", "parser", "chunker", "embedder", "golden", "retriever", "answerer", "gate", "automation", "scale", "niah"}
     unknown = sorted(set(raw) - allowed)
     if unknown:
         raise SettingsError(f"{source}: unknown section(s) {unknown}; allowed: {sorted(allowed)}")
@@ -299,6 +308,7 @@ def settings_from_dict(raw: dict[str, Any], source: Path) -> Settings:
         answerer=_build(AnswererSettings, raw.get("answerer", {}), "answerer", source),
         gate=_build(GateSettings, raw.get("gate", {}), "gate", source),
         automation=_build(AutomationSettings, raw.get("automation", {}), "automation", source),
+        scale=_build(ScaleSettings, raw.get("scale", {}), "scale", source),
         niah=_table(raw.get("niah", {}), "niah", source),
     )
     _validate(settings)
@@ -325,6 +335,8 @@ def _validate(s: Settings) -> None:
         raise SettingsError(f"{src}: [parser].timeout_s must be above 0 and [parser].max_memory_mb at least 64")
     if s.retriever.mode not in ("vector", "fts", "hybrid"):
         raise SettingsError(f"{src}: [retriever].mode must be vector, fts or hybrid, got {s.retriever.mode!r}")
+    if not 1 <= s.scale.embed_shards <= 64:
+        raise SettingsError(f"{src}: [scale].embed_shards must be between 1 and 64, got {s.scale.embed_shards}")
     if s.retriever.k < 1:
         raise SettingsError(f"{src}: [retriever].k must be at least 1")
     if s.answerer.kind not in ("extractive", "smollm2", "openai"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -54,11 +54,44 @@ class SyncStats:
     reused: int = 0
     deleted: int = 0
     kept: int = 0
+    precomputed: int = 0  # new texts whose vectors came from embedding shards
     encode_seconds: float = 0.0
 
 
 def _sql_list(values: list[str]) -> str:
     return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
+
+
+@dataclass
+class VectorDiff:
+    """What it takes to make a table hold exactly a set of chunks."""
+
+    to_add: list[Chunk]  # chunk ids not in the table
+    stale: list[str]  # chunk ids in the table that are no longer current
+    kept: int
+    reuse: list[Chunk]  # new ids whose text is already embedded (content-hash cache)
+    fresh: dict[str, Chunk]  # content hash -> the first chunk (by doc id, chunk id) with that text: to embed
+
+
+def diff_vectors(table: Any, chunks: list[Chunk]) -> VectorDiff:
+    """Recomputed from the table itself on every run, so a run killed at any point is completed by the next."""
+    existing = table.to_arrow().select(["chunk_id", "content_hash"]).to_pylist() if table.count_rows() else []
+    existing_ids = {r["chunk_id"] for r in existing}
+    wanted = {c.chunk_id: c for c in chunks}
+    to_add = [c for cid, c in wanted.items() if cid not in existing_ids]
+    # The cache key is (embedder tag, content hash): a chunk whose text is already embedded reuses that vector.
+    known_hashes = {r["content_hash"] for r in existing}
+    fresh: dict[str, Chunk] = {}
+    for c in sorted(to_add, key=lambda c: (c.doc_id, c.chunk_id)):  # identical new texts are embedded once
+        if c.content_hash not in known_hashes:
+            fresh.setdefault(c.content_hash, c)
+    return VectorDiff(
+        to_add=to_add,
+        stale=sorted(existing_ids - set(wanted)),
+        kept=len(existing_ids & set(wanted)),
+        reuse=[c for c in to_add if c.content_hash in known_hashes],
+        fresh=fresh,
+    )
 
 
 def sync_vectors(
@@ -68,48 +101,39 @@ def sync_vectors(
     run_id: str,
     progress: Progress | None = None,
     log: Callable[[str], None] | None = None,
+    precomputed: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[Any, SyncStats]:
     """Make the embedder's table hold exactly `chunks`. Unchanged chunks are never re-embedded.
 
-    Order matters for crash safety: new rows are added before stale ones are deleted, and the diff is
-    recomputed from the table itself on every run, so a run killed at any point is completed by the next.
+    `precomputed` (content hash -> vector, e.g. from embedding shards) supplies vectors for new texts; the rest are
+    encoded here. Order matters for crash safety: new rows are added before stale ones are deleted.
     """
     import time
 
     table = open_table(db, embedder.tag, embedder.dims)
-    stats = SyncStats(current=len(chunks))
-    existing = table.to_arrow().select(["chunk_id", "content_hash"]).to_pylist() if table.count_rows() else []
-    existing_ids = {r["chunk_id"] for r in existing}
-    wanted = {c.chunk_id: c for c in chunks}
-    to_add = [c for cid, c in wanted.items() if cid not in existing_ids]
-    stale = sorted(existing_ids - set(wanted))
-    stats.kept = len(existing_ids & set(wanted))
-
-    # The cache key is (embedder tag, content hash): a chunk whose text is already embedded reuses that vector.
-    known_hashes = {r["content_hash"] for r in existing}
-    reuse = [c for c in to_add if c.content_hash in known_hashes]
-    fresh = [c for c in to_add if c.content_hash not in known_hashes]
+    d = diff_vectors(table, chunks)
+    stats = SyncStats(current=len(chunks), kept=d.kept)
     vectors: dict[str, np.ndarray] = {}
-    if reuse:
-        hashes = sorted({c.content_hash for c in reuse})
+    if d.reuse:
+        hashes = sorted({c.content_hash for c in d.reuse})
         for i in range(0, len(hashes), 500):
             rows = table.search().where(f"content_hash IN ({_sql_list(hashes[i:i + 500])})").limit(None).to_arrow()
             for h, v in zip(rows["content_hash"].to_pylist(), rows["vector"].to_numpy(zero_copy_only=False)):
                 vectors[h] = np.asarray(v, dtype=np.float32)
-    # Identical new texts are embedded once.
-    unique_fresh: dict[str, str] = {}
-    for c in fresh:
-        unique_fresh.setdefault(c.content_hash, c.text)
-    if unique_fresh:
+    given = {h: np.asarray(precomputed[h], dtype=np.float32) for h in d.fresh if precomputed and h in precomputed}
+    vectors.update(given)
+    todo = {h: c.text for h, c in d.fresh.items() if h not in given}
+    if todo:
         t0 = time.perf_counter()
-        texts = list(unique_fresh.values())
-        encoded = embedder.encode(texts, progress=progress)
+        encoded = embedder.encode(list(todo.values()), progress=progress)
         stats.encode_seconds = time.perf_counter() - t0
-        for h, v in zip(unique_fresh, encoded):
+        for h, v in zip(todo, encoded):
             vectors[h] = v
-    stats.embedded = len(unique_fresh)
-    stats.reused = len(to_add) - len(fresh)
+    stats.embedded = len(todo)
+    stats.precomputed = len(given)
+    stats.reused = len(d.to_add) - len(d.fresh)
 
+    to_add = d.to_add
     if to_add:
         n_tokens = embedder.count_tokens([c.text for c in to_add])
         batch = pa.table(
@@ -127,13 +151,14 @@ def sync_vectors(
             schema=_schema(embedder.dims),
         )
         table.add(batch)
-    for i in range(0, len(stale), 500):
-        table.delete(f"chunk_id IN ({_sql_list(stale[i:i + 500])})")
-    stats.deleted = len(stale)
+    for i in range(0, len(d.stale), 500):
+        table.delete(f"chunk_id IN ({_sql_list(d.stale[i:i + 500])})")
+    stats.deleted = len(d.stale)
     if log:
         log(
-            f"vectors for {embedder.tag}: {stats.current} current, {stats.embedded} embedded, "
-            f"{stats.reused} reused by content hash, {stats.deleted} deleted"
+            f"vectors for {embedder.tag}: {stats.current} current, {stats.embedded} embedded"
+            + (f" + {stats.precomputed} from shards" if stats.precomputed else "")
+            + f", {stats.reused} reused by content hash, {stats.deleted} deleted"
         )
     return table, stats
 
