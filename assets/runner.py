@@ -37,7 +37,8 @@ def project_instance(root: Path) -> dg.DagsterInstance:
 
     home = Path(os.environ.get("DAGSTER_HOME") or root).resolve()
     # Two processes creating a fresh instance at once race in Dagster's sqlite storage set-up ("table runs already
-    # exists"): one creates it at a time (a lock file outside the project, keyed by the instance directory).
+    # exists"): one creates it at a time (a lock file outside the project, keyed by the instance directory). Other
+    # storages (deploy/postgres/dagster.yaml) only pass through the lock; dagster-postgres retries its own set-up.
     lock = Path(tempfile.gettempdir()) / f"ragpipe-instance-{hashlib.sha256(str(home).encode()).hexdigest()[:16]}.lock"
     with open(lock, "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
