@@ -129,7 +129,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 metadata={
                     **stats,
                     "dagster/row_count": stats["vectors"],
-                    "lancedb_dir": dg.MetadataValue.path(str(s.lancedb_dir)),
+                    "lancedb_uri": dg.MetadataValue.path(s.lancedb_uri),
                 },
                 data_version=_version(
                     con,
