@@ -64,18 +64,28 @@ def redact(text: str) -> str:
     return text
 
 
+def _where(uri: str, s3: S3Settings | None) -> str:
+    if s3 is not None and s3.endpoint_url and is_remote_uri(uri):
+        return f"{uri} (endpoint {s3.endpoint_url})"
+    return uri
+
+
+def no_such_bucket(action: str, uri: str, s3: S3Settings | None) -> ObjectStoreError:
+    bucket = split_uri(uri)[0]
+    return ObjectStoreError(
+        f"cannot {action} {_where(uri, s3)}: the bucket {bucket!r} does not exist. Create it "
+        f"(e.g. `aws s3 mb s3://{bucket}`) or point the URI at an existing bucket"
+    )
+
+
 def explain(exc: BaseException, action: str, uri: str, s3: S3Settings | None) -> ObjectStoreError:
     """An ObjectStoreError for a failure of LanceDB or pyarrow on `uri`: what went wrong and what to do, no secrets."""
     raw = f"{type(exc).__name__}: {exc}"
     text = raw.lower()
-    where = uri
-    if s3 is not None and s3.endpoint_url and is_remote_uri(uri):
-        where += f" (endpoint {s3.endpoint_url})"
-    bucket = split_uri(uri)[0] if is_remote_uri(uri) else ""
+    where = _where(uri, s3)
     if "nosuchbucket" in text or "no_such_bucket" in text:
-        msg = (f"cannot {action} {where}: the bucket {bucket!r} does not exist. Create it (e.g. `aws s3 mb s3://{bucket}`) "
-               f"or point the URI at an existing bucket")
-    elif any(s in text for s in ("connecterror", "tcp connect", "network_connection", "could not connect",
+        return no_such_bucket(action, uri, s3)
+    if any(s in text for s in ("connecterror", "tcp connect", "network_connection", "could not connect",
                                  "connection refused", "dns error", "failed to lookup address", "timed out")):
         msg = (f"cannot {action} {where}: the storage endpoint is unreachable. Check [warehouse.s3].endpoint_url "
                f"in the settings and that the server is running")
