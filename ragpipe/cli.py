@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ragpipe.golden import GoldenSetError
 from ragpipe.export import ExportError
+from ragpipe.golden import GoldenSetError
 from ragpipe.objstore import ObjectStoreError
 from ragpipe.settings import SETTINGS_ENV, Settings, SettingsError, load_settings
 from ragpipe.warehouse import WarehouseBusy

@@ -240,6 +240,62 @@ def test_moved_store_is_refused_until_ingested(s3_run: tuple[Project, str], s3: 
     assert f"s3://{BUCKET}/moved is empty" in message and "ragpipe ingest" in message, message
 
 
+class HashEmbedder:
+    """A deterministic stand-in embedder (random unit vectors seeded by the text) for store-level tests."""
+
+    name = tag = "hash-test"
+    dims = 32
+
+    def encode(self, texts: list[str], progress: Any = None) -> Any:
+        import hashlib
+
+        import numpy as np
+
+        out = []
+        for t in texts:
+            v = np.random.default_rng(int(hashlib.sha256(t.encode()).hexdigest()[:8], 16)).normal(size=self.dims)
+            out.append(v / np.linalg.norm(v))
+        return np.asarray(out, dtype=np.float32)
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        return [len(t.split()) for t in texts]
+
+
+def test_store_features_on_s3_sync_by_content_hash_fts_and_ann(s3: S3Server) -> None:
+    """What the pipeline above does not reach on a small corpus: deletes and reuse by content hash on a re-sync, and
+    the ANN index (built above [retriever].ann_min_rows), all on the bucket."""
+    from ragpipe.chunk import Chunk, content_hash
+    from ragpipe.retrieve import fts_search, vector_search
+    from ragpipe.settings import S3Settings
+
+    def chunks(texts: dict[str, str]) -> list[Chunk]:
+        return [Chunk(cid, "doc", i, t, 0, len(t), None, None, content_hash(t)) for i, (cid, t) in enumerate(texts.items())]
+
+    texts = {f"c{i}": f"passage {i} about topic {i % 17} with the word {'zebra' if i == 7 else 'plain'}" for i in range(1200)}
+    emb = HashEmbedder()
+    db = store.connect(f"s3://{BUCKET}/features", S3Settings(endpoint_url=s3.endpoint, region="us-east-1", allow_http=True))
+    table, first = store.sync_vectors(db, emb, chunks(texts), run_id="r1")
+    assert (first.embedded, first.reused, first.deleted) == (1200, 0, 0)
+    # c0 removed, c1's text under a new id (its vector reused by content hash, not re-embedded), one new chunk
+    texts2 = {k: v for k, v in texts.items() if k not in ("c0", "c1")}
+    texts2 |= {"moved": texts["c1"], "fresh": "a brand new passage about giraffes"}
+    table, second = store.sync_vectors(db, emb, chunks(texts2), run_id="r2")
+    assert (second.embedded, second.reused, second.deleted, second.kept) == (1, 1, 2, 1198)
+    rows = {r["chunk_id"]: r["content_hash"] for r in store.table_rows(table, ["chunk_id", "content_hash"])}
+    assert rows == {k: content_hash(v) for k, v in texts2.items()}
+
+    store.ensure_fts_index(table)
+    assert [h.chunk_id for h in fts_search(table, "zebra", 3)][:1] == ["c7"]
+    assert [h.chunk_id for h in fts_search(table, "giraffes", 3)][:1] == ["fresh"]
+    assert store.ensure_vector_index(table, min_rows=1000) == "built"
+    assert store.ensure_vector_index(table, min_rows=1000) == "kept"
+    assert "IvfHnswSq" in {i.index_type for i in table.list_indices()}
+    hits = vector_search(table, emb.encode([texts2["c9"]])[0], 5)
+    assert hits[0].chunk_id == "c9"
+    keys = s3.keys("features/")
+    assert any("/_indices/" in k for k in keys) and any("/_deletions/" in k for k in keys)
+
+
 # -- bad input --------------------------------------------------------------------------------------------------------
 
 
