@@ -117,7 +117,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
 
 
 def _embeddings_output(s: Settings, con: Any, stats: dict[str, Any]) -> tuple[dict[str, Any], dg.DataVersion]:
-    metadata = {**stats, "dagster/row_count": stats["vectors"], "lancedb_dir": dg.MetadataValue.path(str(s.lancedb_dir))}
+    metadata = {**stats, "dagster/row_count": stats["vectors"], "lancedb_uri": dg.MetadataValue.path(s.lancedb_uri)}
     version = _version(
         con, "SELECT embedder_tag, chunk_id FROM embeddings WHERE embedder_tag = ? ORDER BY chunk_id", [stats["embedder_tag"]]
     )

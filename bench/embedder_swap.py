@@ -54,7 +54,7 @@ def evaluate(s: Settings, depth: int) -> tuple[dict[str, str], dict[str, int | N
         verdicts = dict(con.execute("SELECT question_id, verdict FROM latest_verdicts").fetchall())
         stamped = {q: ids for q, ids in con.execute("SELECT question_id, new_ids FROM latest_stamps WHERE new_ids IS NOT NULL").fetchall()}
     emb = load_embedder(s.embedder, s.models_dir)
-    table = store.connect(s.lancedb_dir).open_table(store.table_name(emb.tag))
+    table = store.open_store(s).open_table(store.table_name(emb.tag))
     tests = load_golden(s.golden.path).tests
     vectors = emb.encode([t.question for t in tests])
     ranks: dict[str, int | None] = {}

@@ -9,7 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ragpipe.export import ExportError
 from ragpipe.golden import GoldenSetError
+from ragpipe.objstore import ObjectStoreError
 from ragpipe.settings import SETTINGS_ENV, Settings, SettingsError, load_settings
 from ragpipe.warehouse import WarehouseBusy
 
@@ -23,6 +25,7 @@ Examples:
   ragpipe golden validate           check the golden set file, listing every problem with line and field
   ragpipe golden restamp --write    re-stamp trap/evidence chunk ids after re-chunking (a reviewable diff)
   ragpipe sql "SELECT * FROM latest_verdicts"   read-only SQL over the warehouse
+  ragpipe export --to s3://bucket/ragpipe       every table and view as Parquet (a local directory works too)
   ragpipe niah run                  needle-in-a-haystack grid ([niah] settings): trials, heatmaps, effective length
 """
 
@@ -59,11 +62,21 @@ def _report_failure(result: Any) -> None:
     print(f"run {result.run_id} failed", file=sys.stderr)
 
 
+def _check_store(settings: Settings) -> None:
+    """Fail before running the graph when the object store is unusable (missing bucket, dead endpoint), rather than
+    after parsing the whole corpus; raises ObjectStoreError naming the URI and what to do."""
+    if settings.lancedb_is_remote:
+        from ragpipe import store
+
+        store.open_store(settings)
+
+
 def _bring_up_to_date(args: argparse.Namespace, trigger: str) -> bool:
     """Materialize what is missing or stale through the Dagster graph (the run appears in the UI's history)."""
     from assets.runner import materialize_stale
 
     settings = _settings(args)
+    _check_store(settings)
     t0 = time.perf_counter()
     selected, result = materialize_stale(str(settings.source), _instance(settings), tags={"ragpipe/trigger": trigger},
                                          multiprocess=getattr(args, "multiprocess", False))
@@ -82,6 +95,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from assets.runner import materialize
 
     settings = _settings(args)
+    _check_store(settings)
     result = materialize(str(settings.source), ["corpus", "documents", "chunks", "embeddings"], _instance(settings),
                          tags={"ragpipe/trigger": "cli"})
     if not result.success:
@@ -296,6 +310,25 @@ def _sql_prompt(settings: Settings, args: argparse.Namespace) -> int:
             buf = []
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from ragpipe.export import MANIFEST, Exported, export_warehouse
+    from ragpipe.warehouse import connect
+
+    settings = _settings(args)
+    names = [n.strip() for n in args.tables.split(",") if n.strip()] if args.tables else None
+    t0 = time.perf_counter()
+
+    def show(e: Exported) -> None:
+        print(f"{e.name:<24} {e.kind:<5} {e.rows:>9} rows  -> {e.uri}", flush=True)
+
+    with connect(settings.duckdb_path, read_only=True, wait_s=args.wait) as con:
+        done = export_warehouse(settings, con, args.to, names, log=show)
+    dest = args.to.rstrip("/")
+    print(f"exported {len(done)} relations, {sum(e.rows for e in done)} rows in {time.perf_counter() - t0:.1f} s; "
+          f"{dest}/{MANIFEST} lists them")
+    return 0
+
+
 def cmd_niah_run(args: argparse.Namespace) -> int:
     from assets.runner import materialize
 
@@ -406,6 +439,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["table", "csv", "json", "markdown"], default="table")
     p.add_argument("--wait", type=float, default=10.0, help="seconds to wait while a run holds the writer lock (default 10)")
     p.set_defaults(func=cmd_sql)
+
+    p = sub.add_parser(
+        "export",
+        help="write every warehouse table and view as Parquet to a local directory or an s3:// prefix",
+        description="""\
+Writes each table and view of the DuckDB warehouse (docs/warehouse.md) as DEST/<name>.parquet,
+then DEST/_manifest.json listing them with their row counts. Each file appears only once complete,
+and the manifest is removed when an export starts and written last: a destination without
+_manifest.json holds an interrupted export.
+
+For s3:// the endpoint, region and allow_http come from [warehouse.s3] in the settings; credentials
+from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) in the environment.""",
+        epilog="""\
+Examples:
+  ragpipe export --to exports/2024-06-01           a local directory (created when missing)
+  ragpipe export --to s3://analytics/ragpipe        a bucket prefix; the bucket must exist
+  ragpipe export --to s3://analytics/ragpipe --tables verdicts,eval_runs,latest_verdicts
+
+Read it back, e.g. with DuckDB: SELECT * FROM 'exports/2024-06-01/verdict_history.parquet'
+""",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--to", required=True, metavar="DEST", help="local directory or s3://BUCKET/PREFIX")
+    p.add_argument("--tables", metavar="NAMES", help="comma-separated tables/views to export (default: all)")
+    p.add_argument("--wait", type=float, default=10.0, help="seconds to wait while a run holds the writer lock (default 10)")
+    p.set_defaults(func=cmd_export)
     return parser
 
 
@@ -423,6 +482,9 @@ def main(argv: list[str] | None = None) -> int:
     except GoldenSetError as exc:
         print(f"ragpipe: {exc}", file=sys.stderr)
         return 1
+    except (ObjectStoreError, ExportError) as exc:
+        print(f"ragpipe: {exc}", file=sys.stderr)
+        return 2
     except WarehouseBusy as exc:
         print(f"ragpipe: {exc}", file=sys.stderr)
         return 3

@@ -13,6 +13,7 @@ from ragpipe import store
 from ragpipe.answer import Answer, load_answerer
 from ragpipe.embed import Embedder, load_embedder
 from ragpipe.golden import GoldenProblem, GoldenSetError, GoldenTest, check_quotes, load_golden
+from ragpipe.objstore import ObjectStoreError
 from ragpipe.restamp import ChunkSpan, Restamper
 from ragpipe.retrieve import metrics, retrieve
 from ragpipe.settings import Settings
@@ -113,7 +114,16 @@ def retrieve_stage(
     emb = embedder or load_embedder(settings.embedder, settings.models_dir)
     tests = golden_tests(con)
     anchors = current_anchors(con, settings.chunker_tag)
-    table = store.open_table(store.connect(settings.lancedb_dir), emb.tag, emb.dims)
+    table = store.open_table(store.open_store(settings), emb.tag, emb.dims)
+    mirrored = con.execute("SELECT count(*) FROM embeddings WHERE embedder_tag = ?", [emb.tag]).fetchone()[0]
+    if mirrored and not table.count_rows():
+        # The store was moved (a new [warehouse].lancedb_uri) or emptied: the location is not part of any code
+        # version, so nothing looks stale; retrieving from an empty table would turn every test into did_not_run.
+        raise ObjectStoreError(
+            f"the LanceDB table {store.table_name(emb.tag)} in {settings.lancedb_uri} is empty, but the warehouse "
+            f"records {mirrored} vectors under embedder {emb.tag}; run `ragpipe ingest` to embed into this store "
+            f"(or copy the old store there)"
+        )
     k, mode = settings.retriever.k, settings.retriever.mode
     vector_index = store.ensure_vector_index(table, settings.retriever.ann_min_rows, log=log)
     vectors = emb.encode([t.question for t in tests]) if mode != "fts" and tests else None

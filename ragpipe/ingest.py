@@ -262,7 +262,7 @@ def embed_chunks(
             last[0] = secs
             log(f"embed [{emb.tag}]: {done}/{total} chunks, {done / max(secs, 1e-9):.1f} chunks/s")
 
-    db = store.connect(settings.lancedb_dir)
+    db = store.open_store(settings)
     table, sync = store.sync_vectors(db, emb, chunks, run_id, progress=progress, log=log, precomputed=precomputed)
     store.ensure_fts_index(table)
     # Mirror the table into DuckDB in one transaction, recomputed from LanceDB itself (crash-safe).
@@ -308,6 +308,6 @@ def summary(con: duckdb.DuckDBPyConnection, settings: Settings) -> str:
         lines.append(f"    [{stage}] {msg}")
     lines += [
         f"  warehouse    {settings.duckdb_path} (DuckDB; try: ragpipe sql \"SELECT * FROM documents\")",
-        f"  vectors      {settings.lancedb_dir} (LanceDB)",
+        f"  vectors      {settings.lancedb_uri} (LanceDB)",
     ]
     return "\n".join(lines)

@@ -178,6 +178,8 @@ class RetrievalContexts:
         self.settings = settings
         self.run_id = run_id
         self.emb = load_embedder(settings.embedder, settings.models_dir)
+        # Scratch tables for the trial haystacks: always local, whatever [warehouse].lancedb_uri says (they are
+        # rebuilt per trial and never read by anything else).
         self.db = store.connect(settings.warehouse_dir / "niah" / "lancedb")
         self.mode, self.k = settings.retriever.mode, settings.retriever.k
 

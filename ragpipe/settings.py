@@ -28,6 +28,10 @@ IMPL_VERSIONS = {
 }
 
 # The settings sections each stage's code version hashes (a stage sees only its own settings).
+# [warehouse] (dir, models_dir, lancedb_uri, [warehouse.s3]) is deliberately in none of them: where the DuckDB file
+# and the vectors are stored does not change what any stage computes, so moving the LanceDB store to object storage
+# (or back) leaves every asset fresh. A store moved without its data is empty, though: run `ragpipe ingest` once
+# after pointing lancedb_uri somewhere new (it embeds what the new store lacks; retrieval refuses an emptied store).
 STAGE_SECTIONS = {
     "corpus": ("corpus",),
     "parser": ("parser",),
@@ -42,6 +46,16 @@ STAGE_SECTIONS = {
 
 class SettingsError(ValueError):
     """A settings file that cannot be used; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    """[warehouse.s3]: how to reach an S3-compatible store. Non-secret options only: credentials come from the
+    environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN) or the platform's role, never from here."""
+
+    endpoint_url: str | None = None  # e.g. "http://127.0.0.1:9000" for MinIO or moto; unset: AWS S3 itself
+    region: str | None = None  # e.g. "eu-west-1"; unset: the SDK's default (AWS_DEFAULT_REGION, else us-east-1)
+    allow_http: bool = False  # plain-HTTP endpoints (a local server) must be allowed explicitly
 
 
 @dataclass(frozen=True)
@@ -158,6 +172,8 @@ class Settings:
     automation: AutomationSettings = field(default_factory=AutomationSettings)
     scale: ScaleSettings = field(default_factory=ScaleSettings)
     model_cache: Path | None = None
+    lancedb_location: str | None = None  # [warehouse].lancedb_uri as written (resolved); None: <dir>/lancedb
+    s3: S3Settings = field(default_factory=S3Settings)
     niah: dict[str, Any] = field(default_factory=dict)  # raw [niah] table; parsed by ragpipe.niah.NiahSettings
 
     @property
@@ -165,8 +181,13 @@ class Settings:
         return self.warehouse_dir / "ragpipe.duckdb"
 
     @property
-    def lancedb_dir(self) -> Path:
-        return self.warehouse_dir / "lancedb"
+    def lancedb_uri(self) -> str:
+        """Where the LanceDB tables live: a local directory (default <dir>/lancedb) or an s3://bucket/prefix URI."""
+        return self.lancedb_location or str(self.warehouse_dir / "lancedb")
+
+    @property
+    def lancedb_is_remote(self) -> bool:
+        return is_remote_uri(self.lancedb_uri)
 
     @property
     def models_dir(self) -> Path:
@@ -186,6 +207,27 @@ class Settings:
     def chunker_tag(self) -> str:
         """Identifies a chunking: strategy plus the hash of every chunker parameter."""
         return f"{self.chunker.strategy}-{self.stage_hash('chunker')}"
+
+
+REMOTE_SCHEMES = ("s3://",)
+
+
+def is_remote_uri(uri: str) -> bool:
+    return uri.startswith(REMOTE_SCHEMES)
+
+
+def check_s3_uri(uri: str, where: str) -> None:
+    """An s3://bucket[/prefix] URI without credentials in it; raises SettingsError naming `where`."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(uri)
+    if "@" in parts.netloc:
+        raise SettingsError(
+            f"{where}: credentials do not belong in the URI; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+            f"in the environment and write s3://BUCKET/PREFIX"
+        )
+    if parts.scheme != "s3" or not parts.netloc or parts.query or parts.fragment:
+        raise SettingsError(f"{where}: expected s3://BUCKET or s3://BUCKET/PREFIX, got {uri!r}")
 
 
 def _jsonable(value: Any, root: Path) -> Any:
@@ -276,8 +318,28 @@ def settings_from_dict(raw: dict[str, Any], source: Path) -> Settings:
     warehouse = dict(raw.get("warehouse", {}))
     warehouse_dir = resolve(str(warehouse.pop("dir", "warehouse")))
     model_cache = resolve(str(warehouse.pop("models_dir"))) if "models_dir" in warehouse else None
+    lancedb_location = None
+    if "lancedb_uri" in warehouse:
+        uri = warehouse.pop("lancedb_uri")
+        if not isinstance(uri, str) or not uri.strip():
+            raise SettingsError(f"{source}: [warehouse].lancedb_uri must be a path or an s3://BUCKET/PREFIX URI")
+        if is_remote_uri(uri):
+            check_s3_uri(uri.rstrip("/"), f"{source}: [warehouse].lancedb_uri")
+            lancedb_location = uri.rstrip("/")
+        elif "://" in uri:
+            raise SettingsError(
+                f"{source}: [warehouse].lancedb_uri {uri!r}: only local paths and s3:// URIs are supported"
+            )
+        else:
+            lancedb_location = str(resolve(uri))
+    s3_raw = warehouse.pop("s3", {})
+    if not isinstance(s3_raw, dict):
+        raise SettingsError(f"{source}: [warehouse.s3] must be a table")
+    s3 = _build(S3Settings, s3_raw, "warehouse.s3", source)
     if warehouse:
-        raise SettingsError(f"{source}: unknown key(s) in [warehouse]: {sorted(warehouse)}; allowed: dir, models_dir")
+        raise SettingsError(
+            f"{source}: unknown key(s) in [warehouse]: {sorted(warehouse)}; allowed: dir, models_dir, lancedb_uri, s3"
+        )
 
     corpus_raw = dict(raw.get("corpus", {}))
     if "dir" not in corpus_raw:
@@ -299,6 +361,8 @@ def settings_from_dict(raw: dict[str, Any], source: Path) -> Settings:
         root=root,
         warehouse_dir=warehouse_dir,
         model_cache=model_cache,
+        lancedb_location=lancedb_location,
+        s3=s3,
         corpus=corpus,
         parser=_build(ParserSettings, raw.get("parser", {}), "parser", source),
         chunker=_build(ChunkerSettings, raw.get("chunker", {}), "chunker", source),
@@ -346,3 +410,21 @@ def _validate(s: Settings) -> None:
         raise SettingsError(f"{src}: [gate].block has unknown verdicts {sorted(bad)}")
     if s.gate.check_severity not in ("WARN", "ERROR"):
         raise SettingsError(f"{src}: [gate].check_severity must be WARN or ERROR")
+    for name in ("endpoint_url", "region"):
+        if getattr(s.s3, name) is not None and not isinstance(getattr(s.s3, name), str):
+            raise SettingsError(f"{src}: [warehouse.s3].{name} must be a string")
+    endpoint = s.s3.endpoint_url
+    if endpoint is not None:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(endpoint)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path.strip("/") or "@" in parts.netloc:
+            raise SettingsError(
+                f"{src}: [warehouse.s3].endpoint_url must be http(s)://HOST[:PORT] (no path, no credentials), "
+                f"got {endpoint!r}"
+            )
+        if parts.scheme == "http" and not s.s3.allow_http:
+            raise SettingsError(
+                f"{src}: [warehouse.s3].endpoint_url {endpoint!r} is plain HTTP; set allow_http = true in "
+                f"[warehouse.s3] (only for a local or otherwise trusted server)"
+            )

@@ -61,7 +61,7 @@ def plan(settings: Settings, con: duckdb.DuckDBPyConnection, shards: int, log: L
     from ragpipe.ingest import current_chunks
 
     emb = embedder or load_embedder(settings.embedder, settings.models_dir)
-    table = store.open_table(store.connect(settings.lancedb_dir), emb.tag, emb.dims)
+    table = store.open_table(store.open_store(settings), emb.tag, emb.dims)
     fresh = store.diff_vectors(table, current_chunks(con, settings.chunker_tag)).fresh
     plan_id = hashlib.sha256(json.dumps([emb.tag, shards, sorted(fresh)]).encode()).hexdigest()[:12]
     stage = settings.warehouse_dir / "staging" / f"embed-{plan_id}"

@@ -1,4 +1,9 @@
-"""LanceDB vector store: one table per embedder tag, synced incrementally by content hash."""
+"""LanceDB vector store: one table per embedder tag, synced incrementally by content hash.
+
+The store is a local directory or an s3:// URI ([warehouse].lancedb_uri); `open_store(settings)` is the one place
+that turns the settings into a connection. Everything used here works the same on object storage: adds, deletes by
+chunk id, lookups by content hash, the native (non-tantivy) BM25 index and the IVF_HNSW_SQ vector index.
+"""
 
 from __future__ import annotations
 
@@ -12,17 +17,36 @@ import pyarrow as pa
 
 from ragpipe.chunk import Chunk
 from ragpipe.embed import Embedder, Progress
+from ragpipe.objstore import explain, lance_storage_options
+from ragpipe.settings import S3Settings, Settings, is_remote_uri
 
 
 def table_name(embedder_tag: str) -> str:
     return "emb_" + re.sub(r"[^A-Za-z0-9_]+", "_", embedder_tag)
 
 
-def connect(lancedb_dir: Path) -> Any:
+def connect(uri: str | Path, s3: S3Settings | None = None) -> Any:
+    """Connect to a LanceDB store: a local directory (created when missing) or an s3://bucket/prefix URI.
+
+    `s3` gives the endpoint, region and plain-HTTP permission of an s3:// store; credentials are taken from the
+    environment by LanceDB itself. A store that cannot be reached raises ObjectStoreError naming the URI.
+    """
     import lancedb
 
-    lancedb_dir.mkdir(parents=True, exist_ok=True)
-    return lancedb.connect(str(lancedb_dir))
+    uri = str(uri)
+    if not is_remote_uri(uri):
+        Path(uri).mkdir(parents=True, exist_ok=True)
+        return lancedb.connect(uri)
+    try:
+        # LanceDB lists the store's manifest on connect: a missing bucket or a dead endpoint fails here.
+        return lancedb.connect(uri, storage_options=lance_storage_options(s3 or S3Settings()))
+    except (ValueError, OSError, RuntimeError) as exc:
+        raise explain(exc, "open the LanceDB store", uri, s3) from None
+
+
+def open_store(settings: Settings) -> Any:
+    """The project's LanceDB store, wherever [warehouse].lancedb_uri puts it."""
+    return connect(settings.lancedb_uri, settings.s3)
 
 
 def _schema(dims: int) -> pa.Schema:
@@ -43,8 +67,13 @@ def open_table(db: Any, embedder_tag: str, dims: int) -> Any:
     name = table_name(embedder_tag)
     try:
         return db.open_table(name)
-    except ValueError:  # LanceDB's "table not found"
+    except ValueError as exc:
+        if "not found" not in str(exc).lower() and "does not exist" not in str(exc).lower():
+            raise explain(exc, f"open the LanceDB table {name} in", str(db.uri), None) from None
+    try:
         return db.create_table(name, schema=_schema(dims), exist_ok=True)
+    except (ValueError, OSError, RuntimeError) as exc:
+        raise explain(exc, f"create the LanceDB table {name} in", str(db.uri), None) from None
 
 
 @dataclass
@@ -164,7 +193,11 @@ def sync_vectors(
 
 
 def ensure_fts_index(table: Any) -> None:
-    """LanceDB's native BM25 full-text index on the chunk text (rebuilt after each sync)."""
+    """LanceDB's native BM25 full-text index on the chunk text (rebuilt after each sync).
+
+    Native (use_tantivy=False) on purpose: it is stored with the table, so it works on object storage too, where a
+    tantivy index (a local directory) cannot be written.
+    """
     if table.count_rows():
         import warnings
 

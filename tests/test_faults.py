@@ -13,10 +13,10 @@ import shutil
 import time
 from pathlib import Path
 
-import lancedb
 import numpy as np
 import pytest
 
+from ragpipe import store
 from ragpipe.store import table_name
 
 from conftest import Project
@@ -37,7 +37,7 @@ def embedder_tag(p: Project) -> str:
 
 
 def lance_rows(p: Project, tag: str) -> list[dict]:
-    table = lancedb.connect(str(p.settings().lancedb_dir)).open_table(table_name(tag))
+    table = store.open_store(p.settings()).open_table(table_name(tag))
     return table.to_arrow().select(["chunk_id", "content_hash", "vector"]).to_pylist()
 
 

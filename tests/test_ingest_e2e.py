@@ -5,9 +5,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import lancedb
 import pytest
 
+from ragpipe import store
 from ragpipe.store import table_name
 
 from conftest import Project, make_project
@@ -34,7 +34,7 @@ def test_whole_graph_row_counts(ingested: tuple[Project, dict]) -> None:
     assert meta["chunks"]["chunks"] == n_chunks > n_files
     assert meta["embeddings"]["vectors"] == n_chunks
     assert meta["embeddings"]["embedded"] > 0
-    db = lancedb.connect(str(p.settings().lancedb_dir))
+    db = store.open_store(p.settings())
     table = db.open_table(table_name(meta["embeddings"]["embedder_tag"]))
     assert table.count_rows() == n_chunks
     # every chunk has its vector, and the DuckDB mirror says the same
@@ -105,7 +105,7 @@ def test_incremental_reembedding(tmp_path: Path) -> None:
     p.materialize(INGEST)
     assert p.sql("SELECT count(*) FROM documents WHERE doc_id = ?", [gone]) == [(0,)]
     assert p.sql("SELECT count(*) FROM chunks WHERE doc_id = ?", [gone]) == [(0,)]
-    table = lancedb.connect(str(p.settings().lancedb_dir)).open_table(table_name(tag))
+    table = store.open_store(p.settings()).open_table(table_name(tag))
     stored = set(table.to_arrow()["chunk_id"].to_pylist())
     assert ids and not stored & set(ids)
     assert len(stored) == p.sql("SELECT count(*) FROM chunks")[0][0]
@@ -115,7 +115,7 @@ def test_incremental_reembedding(tmp_path: Path) -> None:
     p.configure(embedder="minilm-static")
     static = p.metadata(p.materialize(["embeddings"]), "embeddings")
     assert static["embedder_tag"] != tag and static["embedder_tag"].startswith("minilm-static-")
-    db = lancedb.connect(str(p.settings().lancedb_dir))
+    db = store.open_store(p.settings())
     assert {table_name(tag), table_name(static["embedder_tag"])} <= set(db.list_tables().tables)
     assert db.open_table(table_name(tag)).count_rows() == first_rows
     assert static["vectors"] == first_rows

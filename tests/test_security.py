@@ -118,7 +118,7 @@ def test_the_key_is_in_no_file_of_the_project(keyed_run: tuple) -> None:
     for f in files_under(p.root):  # DuckDB and its WAL, LanceDB tables, Dagster storage and logs, reports
         assert needle not in f.read_bytes(), f
         scanned += 1
-    lance = [f for f in files_under(p.settings().lancedb_dir)]
+    lance = [f for f in files_under(Path(p.settings().lancedb_uri))]
     assert lance and scanned > len(lance)
     assert (p.root / "reports" / "junit.xml").is_file() and (p.root / "reports" / "step-summary.md").is_file()
 

@@ -30,7 +30,7 @@ def test_shard_of_is_static_in_range_and_spreads() -> None:
 
 def _table(settings: Any) -> dict[str, tuple[str, np.ndarray]]:
     emb = load_embedder(settings.embedder, settings.models_dir)
-    rows = store.table_rows(store.connect(settings.lancedb_dir).open_table(store.table_name(emb.tag)), ["chunk_id", "content_hash", "vector"])
+    rows = store.table_rows(store.open_store(settings).open_table(store.table_name(emb.tag)), ["chunk_id", "content_hash", "vector"])
     return {r["chunk_id"]: (r["content_hash"], np.asarray(r["vector"], dtype=np.float32)) for r in rows}
 
 
