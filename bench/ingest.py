@@ -100,7 +100,7 @@ def install_timers(timers: Timers) -> None:
     timers.wrap(ingest, "parse_file", "documents.parse_file (in-process fallback)")
     timers.wrap(ingest, "elements_from_json", "chunks.elements_from_json")
     timers.wrap(ingest, "chunk_document", "chunks.chunk_document")
-    timers.wrap(ingest, "current_chunks", "embeddings.current_chunks")
+    timers.wrap(ingest, "current_chunk_keys", "embeddings.current_chunks")
     timers.wrap(store, "sync_vectors", "embeddings.sync_vectors")
     timers.wrap(store, "ensure_fts_index", "embeddings.ensure_fts_index")
     timers.wrap(store, "table_rows", "embeddings.table_rows")
@@ -160,7 +160,7 @@ def embed_breakdown(stage: dict[str, Any]) -> dict[str, float]:
         "count_tokens (tokenizes every new chunk again)": count_tokens_s,
         "LanceDB read/diff/add/delete (sync_vectors minus the two above)": sync - encode_s - count_tokens_s,
         "LanceDB FTS index rebuild (ensure_fts_index)": fts,
-        "read chunks from DuckDB (current_chunks)": read,
+        "read chunk ids from DuckDB (current_chunk_keys)": read,
         "read LanceDB table back + DuckDB mirror + stage_runs (the rest)": stage["seconds"] - sync - fts - read,
     }
     return {k: round(v, 3) for k, v in parts.items()}

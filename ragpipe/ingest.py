@@ -236,6 +236,26 @@ def current_chunks(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> list[Chu
     return [Chunk(*r) for r in rows]
 
 
+def current_chunk_keys(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> list[store.ChunkKey]:
+    """Every current chunk without its text (the embedding diff needs ids and hashes only)."""
+    rows = con.execute(
+        "SELECT chunk_id, doc_id, content_hash FROM chunks WHERE chunker_tag = ? ORDER BY doc_id, seq", [chunker_tag]
+    ).fetchall()
+    return [store.ChunkKey(*r) for r in rows]
+
+
+def chunk_text_loader(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> store.TextLoader:
+    """Texts of a slice of chunk ids, fetched when that slice is embedded."""
+
+    def load(ids: list[str]) -> dict[str, str]:
+        rows = con.execute(
+            "SELECT chunk_id, text FROM chunks WHERE chunker_tag = ? AND chunk_id IN (SELECT unnest(?))", [chunker_tag, ids]
+        ).fetchall()
+        return dict(rows)
+
+    return load
+
+
 def embed_chunks(
     settings: Settings,
     con: duckdb.DuckDBPyConnection,
@@ -253,7 +273,7 @@ def embed_chunks(
     if getattr(emb, "built", False):  # the ONNX export/quantization of a fresh machine: say where the time went
         log(f"embedder {emb.tag}: built once under {settings.models_dir} in {time.time() - t0:.1f} s (later runs reuse it)")
         emb.built = False  # type: ignore[attr-defined]  # reported; the instance is cached for the process
-    chunks = current_chunks(con, settings.chunker_tag)
+    chunks = current_chunk_keys(con, settings.chunker_tag)
 
     last = [0.0]
 
@@ -263,8 +283,11 @@ def embed_chunks(
             log(f"embed [{emb.tag}]: {done}/{total} chunks, {done / max(secs, 1e-9):.1f} chunks/s")
 
     db = store.open_store(settings)
-    table, sync = store.sync_vectors(db, emb, chunks, run_id, progress=progress, log=log, precomputed=precomputed)
-    store.ensure_fts_index(table)
+    table, sync = store.sync_vectors(
+        db, emb, chunks, run_id, progress=progress, log=log, precomputed=precomputed,
+        load_texts=chunk_text_loader(con, settings.chunker_tag),
+    )
+    store.ensure_fts_index(table, changed=sync.current != sync.kept or sync.deleted > 0)
     # Mirror the table into DuckDB in one transaction, recomputed from LanceDB itself (crash-safe).
     rows = store.table_rows(table, ["chunk_id", "content_hash", "n_tokens", "run_id"])
     with transaction(con):

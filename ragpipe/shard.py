@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -48,30 +49,34 @@ def _vectors_file(stage: Path, i: int, n: int) -> Path:
     return stage / f"vectors-{i}-of-{n}.parquet"
 
 
-def _write_atomic(table: pa.Table, path: Path) -> None:
-    """Readers see the whole file or none (a killed writer leaves only a hidden temporary)."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
-
-
 def plan(settings: Settings, con: duckdb.DuckDBPyConnection, shards: int, log: Log = _noop,
          embedder: Embedder | None = None) -> dict[str, Any]:
     """Write one work file per shard with the texts that have no vector yet; returns the staging directory and counts."""
-    from ragpipe.ingest import current_chunks
+    from ragpipe.ingest import chunk_text_loader, current_chunk_keys
 
     emb = embedder or load_embedder(settings.embedder, settings.models_dir)
     table = store.open_table(store.open_store(settings), emb.tag, emb.dims)
-    fresh = store.diff_vectors(table, current_chunks(con, settings.chunker_tag)).fresh
+    fresh = store.diff_vectors(table, current_chunk_keys(con, settings.chunker_tag)).fresh
     plan_id = hashlib.sha256(json.dumps([emb.tag, shards, sorted(fresh)]).encode()).hexdigest()[:12]
     stage = settings.warehouse_dir / "staging" / f"embed-{plan_id}"
     stage.mkdir(parents=True, exist_ok=True)
-    parts: list[list[tuple[str, str]]] = [[] for _ in range(shards)]
-    for h, c in fresh.items():
-        parts[shard_of(c.doc_id, shards)].append((h, c.text))
+    parts: list[list[Any]] = [[] for _ in range(shards)]
+    for key in fresh.values():
+        parts[shard_of(key.doc_id, shards)].append(key)
+    load = chunk_text_loader(con, settings.chunker_tag)
+    schema = pa.schema([("content_hash", pa.string()), ("text", pa.string())])
     for i, part in enumerate(parts):
-        if not _work_file(stage, i, shards).exists():
-            _write_atomic(pa.table({"content_hash": [h for h, _ in part], "text": [t for _, t in part]}), _work_file(stage, i, shards))
+        path = _work_file(stage, i, shards)
+        if path.exists():  # an earlier run with the same plan wrote it
+            continue
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        with pq.ParquetWriter(tmp, schema) as writer:  # texts streamed a slice at a time
+            for start in range(0, len(part), store.SLICE_ROWS):
+                keys = part[start : start + store.SLICE_ROWS]
+                texts = load([k.chunk_id for k in keys])
+                writer.write_table(pa.table({"content_hash": [k.content_hash for k in keys],
+                                             "text": [texts[k.chunk_id] for k in keys]}, schema=schema))
+        os.replace(tmp, path)
     sizes = [len(p) for p in parts]
     log(f"embedding plan {plan_id} [{emb.tag}]: {len(fresh)} new texts in {shards} shards {sizes}")
     return {"stage": str(stage), "shards": shards, "texts": len(fresh), "shard_sizes": sizes, "embedder_tag": emb.tag}
@@ -85,17 +90,26 @@ def embed_shard(settings: Settings, stage: Path, i: int, shards: int, log: Log =
         n = pq.read_metadata(out).num_rows
         log(f"shard {i}/{shards}: {n} vectors already staged by an earlier run")
         return {"shard": i, "texts": n, "embedded": 0, "resumed": True}
-    work = pq.read_table(_work_file(stage, i, shards))
-    texts = work["text"].to_pylist()
+    work = pq.ParquetFile(_work_file(stage, i, shards))
+    total = work.metadata.num_rows
     emb = embedder or load_embedder(settings.embedder, settings.models_dir, threads=threads)
+    done, t0 = [0], time.perf_counter()
 
-    def progress(done: int, total: int, secs: float) -> None:
-        log(f"shard {i}/{shards} [{emb.tag}]: {done}/{total} texts, {done / max(secs, 1e-9):.1f} texts/s")
+    def progress(n: int, _total: int, _secs: float) -> None:
+        log(f"shard {i}/{shards} [{emb.tag}]: {done[0] + n}/{total} texts, {(done[0] + n) / max(time.perf_counter() - t0, 1e-9):.1f} texts/s")
 
-    vectors = emb.encode(texts, progress=progress) if texts else np.zeros((0, emb.dims), dtype=np.float32)
-    flat = pa.array(np.asarray(vectors, dtype=np.float32).ravel(), pa.float32())
-    _write_atomic(pa.table({"content_hash": work["content_hash"], "vector": pa.FixedSizeListArray.from_arrays(flat, emb.dims)}), out)
-    return {"shard": i, "texts": len(texts), "embedded": len(texts), "resumed": False}
+    schema = pa.schema([("content_hash", pa.string()), ("vector", pa.list_(pa.float32(), emb.dims))])
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    with pq.ParquetWriter(tmp, schema) as writer:  # a slice of texts in memory at a time
+        for batch in work.iter_batches(batch_size=store.SLICE_ROWS):
+            texts = batch.column("text").to_pylist()
+            vectors = np.asarray(emb.encode(texts, progress=progress), dtype=np.float32)
+            done[0] += len(texts)
+            flat = pa.array(vectors.ravel(), pa.float32())
+            writer.write_table(pa.table({"content_hash": batch.column("content_hash"),
+                                         "vector": pa.FixedSizeListArray.from_arrays(flat, emb.dims)}, schema=schema))
+    os.replace(tmp, out)
+    return {"shard": i, "texts": total, "embedded": total, "resumed": False}
 
 
 def staged_vectors(stage: Path, shards: int, order: list[int] | None = None) -> dict[str, np.ndarray]:

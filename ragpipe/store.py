@@ -10,12 +10,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from ragpipe.chunk import Chunk
 from ragpipe.embed import Embedder, Progress
 from ragpipe.objstore import explain, lance_storage_options
 from ragpipe.settings import S3Settings, Settings, is_remote_uri
@@ -91,34 +90,46 @@ def _sql_list(values: list[str]) -> str:
     return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
 
 
+class ChunkKey(NamedTuple):
+    """A chunk without its text: what the diff needs (texts are fetched slice by slice, see sync_vectors)."""
+
+    chunk_id: str
+    doc_id: str
+    content_hash: str
+
+
+TextLoader = Callable[[list[str]], dict[str, str]]  # chunk ids -> {chunk id: text}
+SLICE_ROWS = 4096  # new rows embedded and added per slice: peak memory stays flat as the corpus grows
+
+
 @dataclass
 class VectorDiff:
-    """What it takes to make a table hold exactly a set of chunks."""
+    """What it takes to make a table hold exactly a set of chunks (Chunk or ChunkKey objects)."""
 
-    to_add: list[Chunk]  # chunk ids not in the table
+    to_add: list[Any]  # chunks whose id is not in the table
     stale: list[str]  # chunk ids in the table that are no longer current
     kept: int
-    reuse: list[Chunk]  # new ids whose text is already embedded (content-hash cache)
-    fresh: dict[str, Chunk]  # content hash -> the first chunk (by doc id, chunk id) with that text: to embed
+    reused: int  # new ids whose text already has a vector (content-hash cache, or an identical new text)
+    fresh: dict[str, Any]  # content hash -> the first chunk (by doc id, chunk id) with that text: to embed
 
 
-def diff_vectors(table: Any, chunks: list[Chunk]) -> VectorDiff:
+def diff_vectors(table: Any, chunks: Sequence[Any]) -> VectorDiff:
     """Recomputed from the table itself on every run, so a run killed at any point is completed by the next."""
-    existing = table.to_arrow().select(["chunk_id", "content_hash"]).to_pylist() if table.count_rows() else []
-    existing_ids = {r["chunk_id"] for r in existing}
-    wanted = {c.chunk_id: c for c in chunks}
-    to_add = [c for cid, c in wanted.items() if cid not in existing_ids]
+    existing = table.to_arrow().select(["chunk_id", "content_hash"]) if table.count_rows() else None
+    existing_ids = set(existing["chunk_id"].to_pylist()) if existing is not None else set()
     # The cache key is (embedder tag, content hash): a chunk whose text is already embedded reuses that vector.
-    known_hashes = {r["content_hash"] for r in existing}
-    fresh: dict[str, Chunk] = {}
-    for c in sorted(to_add, key=lambda c: (c.doc_id, c.chunk_id)):  # identical new texts are embedded once
+    known_hashes = set(existing["content_hash"].to_pylist()) if existing is not None else set()
+    wanted = {c.chunk_id for c in chunks}
+    to_add = sorted((c for c in chunks if c.chunk_id not in existing_ids), key=lambda c: (c.doc_id, c.chunk_id))
+    fresh: dict[str, Any] = {}
+    for c in to_add:  # identical new texts are embedded once
         if c.content_hash not in known_hashes:
             fresh.setdefault(c.content_hash, c)
     return VectorDiff(
         to_add=to_add,
-        stale=sorted(existing_ids - set(wanted)),
-        kept=len(existing_ids & set(wanted)),
-        reuse=[c for c in to_add if c.content_hash in known_hashes],
+        stale=sorted(existing_ids - wanted),
+        kept=len(existing_ids & wanted),
+        reused=len(to_add) - len(fresh),
         fresh=fresh,
     )
 
@@ -126,55 +137,71 @@ def diff_vectors(table: Any, chunks: list[Chunk]) -> VectorDiff:
 def sync_vectors(
     db: Any,
     embedder: Embedder,
-    chunks: list[Chunk],
+    chunks: Sequence[Any],
     run_id: str,
     progress: Progress | None = None,
     log: Callable[[str], None] | None = None,
     precomputed: Mapping[str, np.ndarray] | None = None,
+    load_texts: TextLoader | None = None,
+    slice_rows: int | None = None,
 ) -> tuple[Any, SyncStats]:
     """Make the embedder's table hold exactly `chunks`. Unchanged chunks are never re-embedded.
 
-    `precomputed` (content hash -> vector, e.g. from embedding shards) supplies vectors for new texts; the rest are
-    encoded here. Order matters for crash safety: new rows are added before stale ones are deleted.
+    `chunks` are Chunk objects, or ChunkKey objects with `load_texts` to fetch their texts. New rows are embedded and
+    added `slice_rows` at a time, so memory holds one slice of texts (plus this run's new vectors), and a run killed
+    part-way keeps the slices it added. `precomputed` (content hash -> vector, e.g. from embedding shards) supplies
+    vectors for new texts; the rest are encoded here. New rows are added before stale ones are deleted.
     """
     import time
 
+    slice_rows = slice_rows or SLICE_ROWS  # read at call time: a benchmark may change the module default
     table = open_table(db, embedder.tag, embedder.dims)
     d = diff_vectors(table, chunks)
-    stats = SyncStats(current=len(chunks), kept=d.kept)
-    vectors: dict[str, np.ndarray] = {}
-    if d.reuse:
-        hashes = sorted({c.content_hash for c in d.reuse})
-        for i in range(0, len(hashes), 500):
-            rows = table.search().where(f"content_hash IN ({_sql_list(hashes[i:i + 500])})").limit(None).to_arrow()
+    stats = SyncStats(current=len(chunks), kept=d.kept, reused=d.reused)
+    if load_texts is None:
+        by_id = {c.chunk_id: c for c in d.to_add}
+        load_texts = lambda ids: {i: by_id[i].text for i in ids}  # noqa: E731
+    vectors: dict[str, np.ndarray] = {}  # this run's vectors by content hash (reused ones too: identical texts)
+    done, t_start = [0], time.perf_counter()
+
+    def slice_progress(n: int, _total: int, _secs: float) -> None:
+        if progress:
+            progress(done[0] + n, len(d.fresh), time.perf_counter() - t_start)
+
+    for start in range(0, len(d.to_add), slice_rows):
+        part = d.to_add[start : start + slice_rows]
+        texts = load_texts([c.chunk_id for c in part])
+        known = sorted({c.content_hash for c in part if c.content_hash not in d.fresh and c.content_hash not in vectors})
+        for i in range(0, len(known), 500):
+            rows = table.search().where(f"content_hash IN ({_sql_list(known[i:i + 500])})").limit(None).to_arrow()
             for h, v in zip(rows["content_hash"].to_pylist(), rows["vector"].to_numpy(zero_copy_only=False)):
                 vectors[h] = np.asarray(v, dtype=np.float32)
-    given = {h: np.asarray(precomputed[h], dtype=np.float32) for h in d.fresh if precomputed and h in precomputed}
-    vectors.update(given)
-    todo = {h: c.text for h, c in d.fresh.items() if h not in given}
-    if todo:
-        t0 = time.perf_counter()
-        encoded = embedder.encode(list(todo.values()), progress=progress)
-        stats.encode_seconds = time.perf_counter() - t0
-        for h, v in zip(todo, encoded):
-            vectors[h] = v
-    stats.embedded = len(todo)
-    stats.precomputed = len(given)
-    stats.reused = len(d.to_add) - len(d.fresh)
-
-    to_add = d.to_add
-    if to_add:
-        n_tokens = embedder.count_tokens([c.text for c in to_add])
+        todo: dict[str, str] = {}
+        for c in part:
+            h = c.content_hash
+            if h in d.fresh and h not in vectors and h not in todo:
+                if precomputed is not None and h in precomputed:
+                    vectors[h] = np.asarray(precomputed[h], dtype=np.float32)
+                    stats.precomputed += 1
+                else:
+                    todo[h] = texts[c.chunk_id]
+        if todo:
+            t0 = time.perf_counter()
+            encoded = embedder.encode(list(todo.values()), progress=slice_progress)
+            stats.encode_seconds += time.perf_counter() - t0
+            vectors.update(zip(todo, encoded))
+            stats.embedded += len(todo)
+            done[0] += len(todo)
         batch = pa.table(
             {
-                "chunk_id": [c.chunk_id for c in to_add],
-                "doc_id": [c.doc_id for c in to_add],
-                "text": [c.text for c in to_add],
-                "content_hash": [c.content_hash for c in to_add],
-                "n_tokens": pa.array(n_tokens, pa.int32()),
-                "run_id": [run_id] * len(to_add),
+                "chunk_id": [c.chunk_id for c in part],
+                "doc_id": [c.doc_id for c in part],
+                "text": [texts[c.chunk_id] for c in part],
+                "content_hash": [c.content_hash for c in part],
+                "n_tokens": pa.array(embedder.count_tokens([texts[c.chunk_id] for c in part]), pa.int32()),
+                "run_id": [run_id] * len(part),
                 "vector": pa.FixedSizeListArray.from_arrays(
-                    pa.array(np.stack([vectors[c.content_hash] for c in to_add]).ravel(), pa.float32()), embedder.dims
+                    pa.array(np.stack([vectors[c.content_hash] for c in part]).ravel(), pa.float32()), embedder.dims
                 ),
             },
             schema=_schema(embedder.dims),
@@ -192,12 +219,14 @@ def sync_vectors(
     return table, stats
 
 
-def ensure_fts_index(table: Any) -> None:
-    """LanceDB's native BM25 full-text index on the chunk text (rebuilt after each sync).
+def ensure_fts_index(table: Any, changed: bool = True) -> None:
+    """LanceDB's native BM25 full-text index on the chunk text (rebuilt after a sync that changed rows).
 
     Native (use_tantivy=False) on purpose: it is stored with the table, so it works on object storage too, where a
     tantivy index (a local directory) cannot be written.
     """
+    if not changed and any(i.index_type == "FTS" for i in table.list_indices()):
+        return  # rebuilding is O(table): a sync that added and deleted nothing keeps the index it has
     if table.count_rows():
         import warnings
 

@@ -1,0 +1,249 @@
+"""Scale: ingestion memory as the corpus grows (perturbed copies of realdocs), ANN recall on real embeddings, and
+search latency at 10k / 100k / 1M vectors.
+
+    .venv/bin/python bench/scale.py memory  [--files 20] [--copies 1,3,10] [--embedder minilm-static]
+    .venv/bin/python bench/scale.py recall  [--embedder minilm-static]
+    .venv/bin/python bench/scale.py latency [--sizes 10000,100000,1000000] [--queries 100]
+
+memory   builds corpora of 1x, 3x, 10x perturbed copies of --files realdocs Markdown files (every paragraph of copy j
+         gets a " [rev j]" suffix, so no chunk is shared between copies), ingests each in a fresh process (parse,
+         chunk, embed into LanceDB; ragpipe.ingest, no Dagster) and reports the process's peak RSS next to the bytes
+         of the vectors it holds. Each size runs twice: streamed (the default: new rows embedded and added
+         ragpipe.store.SLICE_ROWS at a time) and as one slice (the whole corpus's texts at once), in the same run.
+recall   real embeddings: realdocs Markdown chunks, Cranfield abstracts and Paul Graham essay paragraphs (up to 800
+         characters each) embedded by --embedder; recall@10 of the ANN index (ragpipe.store.ensure_vector_index, as
+         built above [retriever].ann_min_rows) against exact search, for the 225 Cranfield queries.
+latency  synthetic clustered unit vectors (384 dims) in a LanceDB table with ragpipe's schema: p50/p95 latency of
+         ragpipe.retrieve.vector_search, flat (exact) and with the ANN index, plus the index's build time and its
+         recall@10 against exact numpy search.
+Writes bench/results/scale-<mode>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from _common import DEFAULT_DOCS, RESULTS, machine, write_json
+
+SHARED = DEFAULT_DOCS.parents[1]
+
+
+# ---------------------------------------------------------------------------------------------- memory
+
+
+def perturbed_corpus(dest: Path, src: Path, files: list[Path], copies: int) -> None:
+    for j in range(copies):
+        for f in files:
+            paras = re.split(r"\n\s*\n", f.read_text(encoding="utf-8", errors="replace"))
+            out = dest / f"copy{j:02d}" / f.relative_to(src).as_posix().replace("/", "__")
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text("\n\n".join(p.rstrip() + (f" [rev {j}]" if p.strip() and not p.lstrip().startswith("#") else "") for p in paras))
+
+
+def ingest_child(project: str, embedder: str, slice_rows: int) -> None:
+    """Runs in a fresh process: the whole ingestion of one corpus; prints its figures as JSON."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from ragpipe import ingest, store
+    from ragpipe.settings import load_settings
+    from ragpipe.warehouse import connect
+
+    store.SLICE_ROWS = slice_rows
+    s = load_settings(Path(project) / "ragpipe.toml")
+    t0 = time.perf_counter()
+    with connect(s.duckdb_path) as con:
+        ingest.sync_corpus(s, con, "r")
+        ingest.parse_documents(s, con, "r")
+        ingest.chunk_documents(s, con, "r")
+        stats = ingest.embed_chunks(s, con, "r")
+    print(json.dumps({"seconds": time.perf_counter() - t0, "vectors": stats["vectors"], "dims": stats["dims"],
+                      "embedded": stats["embedded"], "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
+def memory(args: argparse.Namespace) -> dict[str, Any]:
+    files = sorted((args.docs / "markdown").rglob("*.md"))[: args.files]
+    work = Path(tempfile.mkdtemp(prefix="ragpipe-scale-"))
+    models = work / "models"
+    rows = []
+    # Build the embedder's local model (minilm-static is distilled on first use) outside the measured processes.
+    warm = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r}); import ragpipe; "
+            f"from ragpipe.embed import load_embedder; from ragpipe.settings import EmbedderSettings; from pathlib import Path; "
+            f"load_embedder(EmbedderSettings(name={args.embedder!r}), Path({str(models)!r}))")
+    subprocess.run([sys.executable, "-c", warm], check=True)
+    for copies in [int(c) for c in args.copies.split(",")]:
+        corpus = work / f"corpus-{copies}x"
+        perturbed_corpus(corpus, args.docs / "markdown", files, copies)
+        for mode, slice_rows in (("streamed", 0), ("one slice", 10**9)):
+            proj = work / f"proj-{copies}x-{'s' if slice_rows == 0 else 'one'}"
+            proj.mkdir()
+            (proj / "ragpipe.toml").write_text(
+                f'[warehouse]\ndir = "warehouse"\nmodels_dir = "{models}"\n[corpus]\ndir = "{corpus}"\n'
+                f'[embedder]\nname = "{args.embedder}"\n')
+            code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import scale; "
+                    f"scale.ingest_child({str(proj)!r}, {args.embedder!r}, {slice_rows or 4096})")
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            r.update(copies=copies, mode=mode, files=len(files) * copies, vectors_mb=r["vectors"] * r["dims"] * 4 / 2**20)
+            rows.append(r)
+            print(f"{copies:>3}x {mode:9s}: {r['files']} files, {r['vectors']} vectors ({r['vectors_mb']:.1f} MB), "
+                  f"peak RSS {r['peak_rss_mb']:.0f} MB, {r['seconds']:.0f} s", flush=True)
+    print("\n| copies | files | vectors | vectors MB | peak RSS MB streamed | peak RSS MB one slice | "
+          "streamed growth over 1x | vectors growth over 1x |\n|---|---|---|---|---|---|---|---|")
+    base = {r["mode"]: r for r in rows if r["copies"] == rows[0]["copies"]}
+    for c in sorted({r["copies"] for r in rows}):
+        s_ = next(r for r in rows if r["copies"] == c and r["mode"] == "streamed")
+        o = next(r for r in rows if r["copies"] == c and r["mode"] == "one slice")
+        print(f"| {c}x | {s_['files']} | {s_['vectors']} | {s_['vectors_mb']:.1f} | {s_['peak_rss_mb']:.0f} | {o['peak_rss_mb']:.0f} | "
+              f"{s_['peak_rss_mb'] - base['streamed']['peak_rss_mb']:+.0f} MB | {s_['vectors_mb'] - base['streamed']['vectors_mb']:+.1f} MB |")
+    return {"rows": rows, "files": [f.name for f in files], "embedder": args.embedder}
+
+
+# ---------------------------------------------------------------------------------------------- recall / latency
+
+
+def _table(db: Any, name: str, vectors: np.ndarray, batch: int = 100_000) -> Any:
+    import pyarrow as pa
+
+    from ragpipe import store
+
+    table = db.create_table(name, schema=store._schema(vectors.shape[1]))
+    for i in range(0, len(vectors), batch):
+        v = vectors[i : i + batch]
+        table.add(pa.table({
+            "chunk_id": [f"c{j}" for j in range(i, i + len(v))], "doc_id": ["d"] * len(v), "text": [""] * len(v),
+            "content_hash": [f"h{j}" for j in range(i, i + len(v))], "n_tokens": pa.array([0] * len(v), pa.int32()),
+            "run_id": ["r"] * len(v),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(v.ravel(), pa.float32()), v.shape[1]),
+        }, schema=store._schema(vectors.shape[1])))
+    return table
+
+
+def _exact_top(vectors: np.ndarray, queries: np.ndarray, k: int) -> list[set[str]]:
+    out = []
+    for q in queries:
+        sims = vectors @ q
+        out.append({f"c{j}" for j in np.argpartition(-sims, k)[:k]})
+    return out
+
+
+def _search(table: Any, queries: np.ndarray, k: int) -> tuple[list[set[str]], list[float]]:
+    from ragpipe.retrieve import vector_search
+
+    found, lat = [], []
+    for q in queries:
+        t0 = time.perf_counter()
+        hits = vector_search(table, q, k)
+        lat.append((time.perf_counter() - t0) * 1000)
+        found.append({h.chunk_id for h in hits})
+    return found, lat
+
+
+def _recall(found: list[set[str]], exact: list[set[str]], k: int) -> float:
+    return float(np.mean([len(f & e) / k for f, e in zip(found, exact)]))
+
+
+def _pct(lat: list[float], p: float) -> float:
+    return float(np.percentile(lat, p))
+
+
+def clustered(n: int, dims: int, rng: np.random.Generator, clusters: int = 1000) -> np.ndarray:
+    centers = rng.standard_normal((clusters, dims)).astype(np.float32)
+    out = np.empty((n, dims), dtype=np.float32)
+    for i in range(0, n, 100_000):
+        m = min(100_000, n - i)
+        out[i : i + m] = centers[rng.integers(0, clusters, m)] + 0.6 * rng.standard_normal((m, dims)).astype(np.float32)
+    out /= np.linalg.norm(out, axis=1, keepdims=True)
+    return out
+
+
+def latency(args: argparse.Namespace) -> dict[str, Any]:
+    from ragpipe import store
+
+    rng = np.random.default_rng(7)
+    rows = []
+    for n in [int(x) for x in args.sizes.split(",")]:
+        vectors = clustered(n, 384, rng)
+        queries = clustered(args.queries, 384, rng)
+        db = store.connect(Path(tempfile.mkdtemp(prefix="ragpipe-lat-")))
+        table = _table(db, "t", vectors)
+        exact = _exact_top(vectors, queries, 10)
+        flat_found, flat_lat = _search(table, queries[: min(args.queries, 50 if n >= 1_000_000 else args.queries)], 10)
+        t0 = time.perf_counter()
+        store.ensure_vector_index(table, min_rows=1)
+        build = time.perf_counter() - t0
+        ann_found, ann_lat = _search(table, queries, 10)
+        r = {"n": n, "flat_p50_ms": _pct(flat_lat, 50), "flat_p95_ms": _pct(flat_lat, 95), "flat_recall": _recall(flat_found, exact, 10),
+             "index_build_s": build, "ann_p50_ms": _pct(ann_lat, 50), "ann_p95_ms": _pct(ann_lat, 95), "ann_recall": _recall(ann_found, exact, 10)}
+        rows.append(r)
+        print(f"{n:>9,} vectors: flat p50 {r['flat_p50_ms']:.1f} ms p95 {r['flat_p95_ms']:.1f} ms | index built in {build:.0f} s | "
+              f"ANN p50 {r['ann_p50_ms']:.1f} ms p95 {r['ann_p95_ms']:.1f} ms, recall@10 {r['ann_recall']:.3f}", flush=True)
+        del vectors, table
+    print("\n| vectors | flat p50 / p95 ms | ANN index build s | ANN p50 / p95 ms | ANN recall@10 vs exact |\n|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['n']:,} | {r['flat_p50_ms']:.1f} / {r['flat_p95_ms']:.1f} | {r['index_build_s']:.0f} | "
+              f"{r['ann_p50_ms']:.1f} / {r['ann_p95_ms']:.1f} | {r['ann_recall']:.3f} |")
+    return {"rows": rows, "queries": args.queries, "dims": 384}
+
+
+def recall(args: argparse.Namespace) -> dict[str, Any]:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from cranfield import load_cranfield, doc_text  # noqa: F401
+    from embed_speed import markdown_chunks
+
+    from ragpipe import store
+    from ragpipe.embed import load_embedder
+    from ragpipe.settings import EmbedderSettings
+
+    corpus, queries, _ = load_cranfield(SHARED / "cranfield")
+    texts = markdown_chunks(args.docs / "markdown") + [t for t in (doc_text(d) for d in corpus) if t]
+    for f in sorted((SHARED / "pg_essays").glob("*.txt")):
+        texts += [p[:800] for p in (" ".join(x.split()) for x in re.split(r"\n\s*\n", f.read_text(errors="replace"))) if len(p) >= 40]
+    emb = load_embedder(EmbedderSettings(name=args.embedder), Path(tempfile.gettempdir()) / f"ragpipe-bench-models-{os.getuid()}")
+    t0 = time.perf_counter()
+    vectors = np.asarray(emb.encode(texts), dtype=np.float32)
+    print(f"embedded {len(texts)} real texts with {emb.tag} in {time.perf_counter() - t0:.0f} s", flush=True)
+    qv = np.asarray(emb.encode([q["text"] for q in queries]), dtype=np.float32)
+    table = _table(store.connect(Path(tempfile.mkdtemp(prefix="ragpipe-recall-"))), "t", vectors)
+    exact = _exact_top(vectors, qv, 10)
+    store.ensure_vector_index(table, min_rows=1)
+    found, lat = _search(table, qv, 10)
+    r = {"texts": len(texts), "queries": len(qv), "embedder": emb.tag, "ann_recall_at_10": _recall(found, exact, 10),
+         "ann_p50_ms": _pct(lat, 50)}
+    print(f"ANN recall@10 vs exact on {len(texts)} real embeddings, {len(qv)} Cranfield queries: {r['ann_recall_at_10']:.3f} "
+          f"(p50 {r['ann_p50_ms']:.1f} ms)")
+    return r
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="mode", required=True)
+    m = sub.add_parser("memory")
+    m.add_argument("--files", type=int, default=20)
+    m.add_argument("--copies", default="1,3,10")
+    m.add_argument("--embedder", default="minilm-static")
+    r = sub.add_parser("recall")
+    r.add_argument("--embedder", default="minilm-static")
+    lt = sub.add_parser("latency")
+    lt.add_argument("--sizes", default="10000,100000,1000000")
+    lt.add_argument("--queries", type=int, default=100)
+    for p in (m, r):
+        p.add_argument("--docs", type=Path, default=DEFAULT_DOCS)
+    args = ap.parse_args()
+    result = {"memory": memory, "recall": recall, "latency": latency}[args.mode](args)
+    write_json(RESULTS / f"scale-{args.mode}.json", {"machine": machine(), "args": {k: str(v) for k, v in vars(args).items()}, **result})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""The vector sync embeds and adds new rows a slice at a time: same table as one pass, identical texts embedded
+once across slices, and a run killed between slices keeps what it added and is completed by the next."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragpipe import store
+from ragpipe.chunk import Chunk, content_hash
+from ragpipe.embed import FakeEmbedder
+
+
+class CountingEmbedder(FakeEmbedder):
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def encode(self, texts: list[str], progress=None) -> np.ndarray:  # type: ignore[no-untyped-def]
+        self.seen += texts
+        return super().encode(texts, progress)
+
+
+def _chunks(n: int = 50, distinct: int = 40) -> list[Chunk]:
+    texts = [f"paragraph {i % distinct} about turbine blade {i % distinct * 7} and its coating" for i in range(n)]
+    return [Chunk(f"ch_{i:03d}", f"doc{i % 6}.md", i, t, 0, len(t), None, None, content_hash(t)) for i, t in enumerate(texts)]
+
+
+def _rows(table) -> dict[str, np.ndarray]:  # type: ignore[no-untyped-def]
+    return {r["chunk_id"]: np.asarray(r["vector"]) for r in store.table_rows(table, ["chunk_id", "vector"])}
+
+
+def test_slices_give_the_one_pass_table_and_embed_each_text_once(tmp_path: Path) -> None:
+    chunks = _chunks()
+    one = CountingEmbedder()
+    t1, s1 = store.sync_vectors(store.connect(tmp_path / "a"), one, chunks, "r", slice_rows=10_000)
+    sliced = CountingEmbedder()
+    t2, s2 = store.sync_vectors(store.connect(tmp_path / "b"), sliced, chunks, "r", slice_rows=7)
+    assert len(sliced.seen) == len(set(sliced.seen)) == 40 == s2.embedded  # duplicates across slices reuse the vector
+    assert (s2.reused, s2.current) == (10, 50) and (s1.embedded, s1.reused) == (s2.embedded, s2.reused)
+    a, b = _rows(t1), _rows(t2)
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_a_run_killed_between_slices_keeps_its_slices_and_the_next_completes_it(tmp_path: Path) -> None:
+    chunks = _chunks()
+    by_id = {c.chunk_id: c.text for c in chunks}
+    calls = [0]
+
+    def dying_loader(ids: list[str]) -> dict[str, str]:
+        calls[0] += 1
+        if calls[0] == 4:
+            raise KeyboardInterrupt("killed")
+        return {i: by_id[i] for i in ids}
+
+    db = store.connect(tmp_path / "db")
+    with pytest.raises(KeyboardInterrupt):
+        store.sync_vectors(db, FakeEmbedder(), chunks, "r1", load_texts=dying_loader, slice_rows=7)
+    table = store.open_table(db, FakeEmbedder.tag, FakeEmbedder.dims)
+    assert table.count_rows() == 21  # three slices landed
+    again = CountingEmbedder()
+    table, stats = store.sync_vectors(db, again, chunks, "r2", slice_rows=7)
+    assert table.count_rows() == 50 and stats.kept == 21
+    assert not set(again.seen) & {by_id[c.chunk_id] for c in sorted(chunks, key=lambda c: (c.doc_id, c.chunk_id))[:21]}
