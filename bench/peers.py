@@ -184,9 +184,11 @@ def run_ragpipe(cfg: dict[str, Any], emb: Counting, phases: dict[str, float], st
     state.mkdir(parents=True, exist_ok=True)
     toml = SETTINGS_TOML.format(
         warehouse=toml_str(str(state / "warehouse")), corpus=toml_str(cfg["corpus"]), exclude='["**/.*"]',
-        parser_limits=f"timeout_s = {PARSE_TIMEOUT_S}\nmax_memory_mb = 2048", max_characters=CHUNK_CHARS, new_after=600,
-        batch_size=cfg["batch_size"],
+        parser_limits=f"timeout_s = {PARSE_TIMEOUT_S}\nmax_memory_mb = 2048", max_characters=CHUNK_CHARS,
+        new_after=CHUNK_CHARS if cfg.get("chunking") == "fill" else 600, batch_size=cfg["batch_size"],
     ).replace('name = "minilm"', f'name = "{EMBEDDER}"')
+    if cfg.get("chunking") == "fill":  # pack elements up to 800 characters, as the peers' splitters fill their chunks
+        toml = toml.replace('strategy = "by_title"', 'strategy = "basic"')
     toml = toml.replace("[warehouse]\n", f"[warehouse]\nmodels_dir = {toml_str(cfg['models_dir'])}\n", 1)
     (state / "ragpipe.toml").write_text(toml, encoding="utf-8")
     settings = load_settings(state / "ragpipe.toml")
@@ -382,7 +384,7 @@ def select(corpus: Path, exclude_pdf: bool, larger_than_mb: float | None, limit:
 
 def run_one(tool: str, scenario: str, work: Path, corpus: Path, models: Path, args: argparse.Namespace) -> dict[str, Any]:
     cfg = {"tool": tool, "scenario": scenario, "state": str(work / "state" / tool), "corpus": str(corpus),
-           "models_dir": str(models), "batch_size": args.batch_size, "peer_batch": args.peer_batch,
+           "models_dir": str(models), "batch_size": args.batch_size, "peer_batch": args.peer_batch, "chunking": args.ragpipe_chunking,
            "result": str(work / f"result-{tool}-{scenario}.json")}
     (work / "state" / tool).mkdir(parents=True, exist_ok=True)
     log(f"{scenario}: {tool} ...")
@@ -417,6 +419,9 @@ def main() -> int:
     ap.add_argument("--exclude-larger-than", type=float, default=None, metavar="MB", help="leave out files larger than MB (10^6 bytes)")
     ap.add_argument("--limit", type=int, default=None, help="then keep only the first N files (sorted paths)")
     ap.add_argument("--tools", default=",".join(TOOLS), help="comma-separated subset of %(default)s")
+    ap.add_argument("--ragpipe-chunking", choices=("fill", "by_title"), default="fill",
+                    help="fill: ragpipe's basic chunker packs up to 800 characters, as the peers' splitters do (default); "
+                    "by_title: ragpipe's default chunker (a new chunk at each title and after 600 characters: more chunks)")
     ap.add_argument("--batch-size", type=int, default=64, help="embedder forward-pass batch size, every tool (default 64)")
     ap.add_argument("--peer-batch", type=int, default=512,
                     help="texts the peers hand the embedder per call: LlamaIndex embed_batch_size, LangChain index(batch_size) "
@@ -444,7 +449,7 @@ def main() -> int:
         "machine": machine(), "library": library_state(),
         "corpus": {"source": str(src), "files": len(included), "bytes": sum((src / p).stat().st_size for p in included),
                    "by_extension": {}, "excluded": excluded},
-        "settings": {"embedder": EMBEDDER, "batch_size": args.batch_size, "peer_batch": args.peer_batch,
+        "settings": {"embedder": EMBEDDER, "ragpipe_chunking": args.ragpipe_chunking, "batch_size": args.batch_size, "peer_batch": args.peer_batch,
                      "chunk_chars": CHUNK_CHARS, "parser": f"ragpipe.parse.ParserPool, pdf fast, timeout {PARSE_TIMEOUT_S:g} s"},
         "runs": {},
     }
