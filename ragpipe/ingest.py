@@ -17,7 +17,7 @@ import duckdb
 from ragpipe import store
 from ragpipe.chunk import Chunk, chunk_document
 from ragpipe.corpus import scan_corpus
-from ragpipe.embed import Embedder, load_embedder
+from ragpipe.embed import Embedder, LazyEmbedder
 from ragpipe.parse import (
     ParsedDocument,
     ParseError,
@@ -269,10 +269,8 @@ def embed_chunks(
     `precomputed` (content hash -> vector) comes from embedding shards (ragpipe.shard); whatever it lacks is embedded here.
     """
     t0 = time.time()
-    emb = embedder or load_embedder(settings.embedder, settings.models_dir)
-    if getattr(emb, "built", False):  # the ONNX export/quantization of a fresh machine: say where the time went
-        log(f"embedder {emb.tag}: built once under {settings.models_dir} in {time.time() - t0:.1f} s (later runs reuse it)")
-        emb.built = False  # type: ignore[attr-defined]  # reported; the instance is cached for the process
+    # Loaded only if something needs embedding: a run with no new text never loads (or builds) a model.
+    emb = embedder or LazyEmbedder(settings.embedder, settings.models_dir)
     chunks = current_chunk_keys(con, settings.chunker_tag)
 
     last = [0.0]
@@ -287,6 +285,8 @@ def embed_chunks(
         db, emb, chunks, run_id, progress=progress, log=log, precomputed=precomputed,
         load_texts=chunk_text_loader(con, settings.chunker_tag),
     )
+    if getattr(emb, "built", False):  # the ONNX export or static distillation of a fresh machine: say so once
+        log(f"embedder {emb.tag}: model built under {settings.models_dir} during this run (later runs reuse it)")
     store.ensure_fts_index(table, changed=sync.current != sync.kept or sync.deleted > 0)
     # Mirror the table into DuckDB in one transaction, recomputed from LanceDB itself (crash-safe).
     rows = store.table_rows(table, ["chunk_id", "content_hash", "n_tokens", "run_id"])
@@ -300,7 +300,7 @@ def embed_chunks(
         stats = {
             "embedder_tag": emb.tag,
             "lancedb_table": store.table_name(emb.tag),
-            "dims": emb.dims,
+            "dims": store.table_dims(table),
             **asdict(sync),
             "vectors": table.count_rows(),
         }

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ragpipe import store
-from ragpipe.embed import Embedder, load_embedder
+from ragpipe.embed import Embedder, LazyEmbedder, load_embedder
 from ragpipe.settings import Settings
 
 Log = Callable[[str], None]
@@ -54,8 +54,8 @@ def plan(settings: Settings, con: duckdb.DuckDBPyConnection, shards: int, log: L
     """Write one work file per shard with the texts that have no vector yet; returns the staging directory and counts."""
     from ragpipe.ingest import chunk_text_loader, current_chunk_keys
 
-    emb = embedder or load_embedder(settings.embedder, settings.models_dir)
-    table = store.open_table(store.open_store(settings), emb.tag, emb.dims)
+    emb = embedder or LazyEmbedder(settings.embedder, settings.models_dir)  # the plan needs the tag, not the model
+    table = store.open_table(store.open_store(settings), emb.tag, lambda: emb.dims)
     fresh = store.diff_vectors(table, current_chunk_keys(con, settings.chunker_tag)).fresh
     plan_id = hashlib.sha256(json.dumps([emb.tag, shards, sorted(fresh)]).encode()).hexdigest()[:12]
     stage = settings.warehouse_dir / "staging" / f"embed-{plan_id}"

@@ -62,7 +62,8 @@ def _schema(dims: int) -> pa.Schema:
     )
 
 
-def open_table(db: Any, embedder_tag: str, dims: int) -> Any:
+def open_table(db: Any, embedder_tag: str, dims: int | Callable[[], int]) -> Any:
+    """The embedder's table; `dims` (or a function giving it, e.g. one that loads the model) only for a new table."""
     name = table_name(embedder_tag)
     try:
         return db.open_table(name)
@@ -70,9 +71,13 @@ def open_table(db: Any, embedder_tag: str, dims: int) -> Any:
         if "not found" not in str(exc).lower() and "does not exist" not in str(exc).lower():
             raise explain(exc, f"open the LanceDB table {name} in", str(db.uri), None) from None
     try:
-        return db.create_table(name, schema=_schema(dims), exist_ok=True)
+        return db.create_table(name, schema=_schema(dims() if callable(dims) else dims), exist_ok=True)
     except (ValueError, OSError, RuntimeError) as exc:
         raise explain(exc, f"create the LanceDB table {name} in", str(db.uri), None) from None
+
+
+def table_dims(table: Any) -> int:
+    return int(table.schema.field("vector").type.list_size)
 
 
 @dataclass
@@ -155,7 +160,7 @@ def sync_vectors(
     import time
 
     slice_rows = slice_rows or SLICE_ROWS  # read at call time: a benchmark may change the module default
-    table = open_table(db, embedder.tag, embedder.dims)
+    table = open_table(db, embedder.tag, lambda: embedder.dims)
     d = diff_vectors(table, chunks)
     stats = SyncStats(current=len(chunks), kept=d.kept, reused=d.reused)
     if load_texts is None:
@@ -201,10 +206,10 @@ def sync_vectors(
                 "n_tokens": pa.array(embedder.count_tokens([texts[c.chunk_id] for c in part]), pa.int32()),
                 "run_id": [run_id] * len(part),
                 "vector": pa.FixedSizeListArray.from_arrays(
-                    pa.array(np.stack([vectors[c.content_hash] for c in part]).ravel(), pa.float32()), embedder.dims
+                    pa.array(np.stack([vectors[c.content_hash] for c in part]).ravel(), pa.float32()), table_dims(table)
                 ),
             },
-            schema=_schema(embedder.dims),
+            schema=_schema(table_dims(table)),
         )
         table.add(batch)
     for i in range(0, len(d.stale), 500):

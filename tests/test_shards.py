@@ -55,13 +55,24 @@ def _copy(p: Project, dest: Path) -> Project:
     return q
 
 
-def test_any_merge_order_gives_the_unsharded_table_and_a_killed_run_resumes(chunked: Project, tmp_path: Path) -> None:
+def test_any_merge_order_gives_the_unsharded_table_and_a_killed_run_resumes(
+    chunked: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ref = _copy(chunked, tmp_path / "ref")
     s = ref.settings()
     with connect(s.duckdb_path) as con:
         ingest.embed_chunks(s, con, "run-ref")
     expected = _table(s)
     assert len(expected) > 100
+
+    def no_model(*_: Any, **__: Any) -> None:
+        raise AssertionError("a sync with nothing new to embed loaded the model")
+
+    with monkeypatch.context() as m:  # nothing new: the embedder is never loaded, nor is the plan's
+        m.setattr("ragpipe.embed.load_embedder", no_model)
+        with connect(s.duckdb_path) as con:
+            assert ingest.embed_chunks(s, con, "run-noop")["embedded"] == 0
+            assert shard.plan(s, con, 2)["texts"] == 0
 
     for n, order in ((3, [2, 0, 1]), (3, [1, 2, 0]), (2, [1, 0])):
         q = _copy(chunked, tmp_path / f"q{n}{''.join(map(str, order))}")
