@@ -30,14 +30,17 @@ from ragpipe.embed import load_embedder  # noqa: E402
 from ragpipe.settings import load_settings  # noqa: E402
 
 
-def step_seconds(result: Any) -> dict[str, float]:
+def step_seconds(instance: dg.DagsterInstance, run_id: str) -> dict[str, float]:
     starts: dict[str, float] = {}
     out: dict[str, float] = {}
-    for ev in result.all_events:
+    for entry in instance.all_logs(run_id):
+        ev = entry.dagster_event
+        if ev is None or ev.step_key is None:
+            continue
         if ev.event_type_value == "STEP_START":
-            starts[ev.step_key] = ev.timestamp
+            starts[ev.step_key] = entry.timestamp
         elif ev.event_type_value == "STEP_SUCCESS" and ev.step_key in starts:
-            out[ev.step_key] = ev.timestamp - starts[ev.step_key]
+            out[ev.step_key] = entry.timestamp - starts[ev.step_key]
     return out
 
 
@@ -85,7 +88,7 @@ def main() -> None:
         wall = time.perf_counter() - t0
         assert result.success, [str(e) for e in result.all_events if e.is_failure]
         md = instance.fetch_materializations(dg.AssetKey("embeddings"), limit=1).records[0].asset_materialization.metadata
-        steps = step_seconds(result)
+        steps = step_seconds(instance, result.run_id)
         tables[n] = table_of(proj / "ragpipe.toml")
         row = {"shards": n, "wall_s": wall, "steps_s": steps, "vectors": md["vectors"].value,
                "embedded_here": md["embedded"].value, "embedded_in_shards": md["precomputed"].value if "precomputed" in md else 0}
