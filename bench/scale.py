@@ -10,8 +10,8 @@ memory   builds corpora of 1x, 3x, 10x perturbed copies of --files realdocs Mark
          chunk, embed into LanceDB; ragpipe.ingest, no Dagster) and reports the process's peak RSS next to the bytes
          of the vectors it holds. Each size runs twice: streamed (the default: new rows embedded and added
          ragpipe.store.SLICE_ROWS at a time) and as one slice (the whole corpus's texts at once), in the same run.
-recall   real embeddings: realdocs Markdown chunks, Cranfield abstracts and Paul Graham essay paragraphs (up to 800
-         characters each) embedded by --embedder; recall@10 of the ANN index (ragpipe.store.ensure_vector_index, as
+recall   real embeddings: Cranfield abstracts, and passages of up to 200 characters of realdocs' Markdown and text
+         files and the Paul Graham essays, embedded by --embedder; recall@10 of the ANN index (ragpipe.store.ensure_vector_index, as
          built above [retriever].ann_min_rows) against exact search, for the 225 Cranfield queries.
 latency  synthetic clustered unit vectors (384 dims) in a LanceDB table with ragpipe's schema: p50/p95 latency of
          ragpipe.retrieve.vector_search, flat (exact) and with the ANN index, plus the index's build time and its
@@ -199,17 +199,17 @@ def latency(args: argparse.Namespace) -> dict[str, Any]:
 
 def recall(args: argparse.Namespace) -> dict[str, Any]:
     sys.path.insert(0, str(Path(__file__).parent))
-    from cranfield import load_cranfield, doc_text  # noqa: F401
-    from embed_speed import markdown_chunks
+    from cranfield import DEFAULT_DATA, doc_text, load_cranfield
 
     from ragpipe import store
     from ragpipe.embed import load_embedder
     from ragpipe.settings import EmbedderSettings
 
-    corpus, queries, _ = load_cranfield(SHARED / "cranfield")
-    texts = markdown_chunks(args.docs / "markdown") + [t for t in (doc_text(d) for d in corpus) if t]
-    for f in sorted((SHARED / "pg_essays").glob("*.txt")):
-        texts += [p[:800] for p in (" ".join(x.split()) for x in re.split(r"\n\s*\n", f.read_text(errors="replace"))) if len(p) >= 40]
+    corpus, queries, _ = load_cranfield(DEFAULT_DATA)
+    texts = [t for t in (doc_text(d) for d in corpus) if t]  # the Cranfield abstracts, whole
+    files = sorted((args.docs / "markdown").rglob("*.md")) + sorted((args.docs / "text").rglob("*.txt"))
+    for f in files + sorted((SHARED / "pg_essays").glob("*.txt")):  # passages of up to 200 characters
+        texts += [p for p in (x.strip() for x in re.findall(r".{1,200}(?:\s|$)", " ".join(f.read_text(errors="replace").split()))) if len(p) >= 40]
     emb = load_embedder(EmbedderSettings(name=args.embedder), Path(tempfile.gettempdir()) / f"ragpipe-bench-models-{os.getuid()}")
     t0 = time.perf_counter()
     vectors = np.asarray(emb.encode(texts), dtype=np.float32)
