@@ -138,13 +138,13 @@ def _exact_top(vectors: np.ndarray, queries: np.ndarray, k: int) -> list[set[str
     return out
 
 
-def _search(table: Any, queries: np.ndarray, k: int) -> tuple[list[set[str]], list[float]]:
+def _search(table: Any, queries: np.ndarray, k: int, nprobes: int = 20) -> tuple[list[set[str]], list[float]]:
     from ragpipe.retrieve import vector_search
 
     found, lat = [], []
     for q in queries:
         t0 = time.perf_counter()
-        hits = vector_search(table, q, k)
+        hits = vector_search(table, q, k, nprobes)
         lat.append((time.perf_counter() - t0) * 1000)
         found.append({h.chunk_id for h in hits})
     return found, lat
@@ -184,6 +184,9 @@ def latency(args: argparse.Namespace) -> dict[str, Any]:
         store.ensure_vector_index(table, min_rows=1)
         build = time.perf_counter() - t0
         ann_found, ann_lat = _search(table, queries, 10)
+        for nprobes in [int(x) for x in args.nprobes.split(",")] if args.nprobes else []:
+            found, lat = _search(table, queries, 10, nprobes)
+            print(f"    nprobes {nprobes}: recall@10 {_recall(found, exact, 10):.3f}, p50 {_pct(lat, 50):.1f} ms, p95 {_pct(lat, 95):.1f} ms")
         r = {"n": n, "flat_p50_ms": _pct(flat_lat, 50), "flat_p95_ms": _pct(flat_lat, 95), "flat_recall": _recall(flat_found, exact, 10),
              "index_build_s": build, "ann_p50_ms": _pct(ann_lat, 50), "ann_p95_ms": _pct(ann_lat, 95), "ann_recall": _recall(ann_found, exact, 10)}
         rows.append(r)
@@ -238,6 +241,7 @@ def main() -> None:
     lt = sub.add_parser("latency")
     lt.add_argument("--sizes", default="10000,100000,1000000")
     lt.add_argument("--queries", type=int, default=100)
+    lt.add_argument("--nprobes", default="", help="also measure the ANN search at these nprobes values (e.g. 20,50,100)")
     for p in (m, r):
         p.add_argument("--docs", type=Path, default=DEFAULT_DOCS)
     args = ap.parse_args()
