@@ -60,7 +60,8 @@ def ingest_child(project: str, embedder: str, slice_rows: int) -> None:
     from ragpipe.settings import load_settings
     from ragpipe.warehouse import connect
 
-    store.SLICE_ROWS = slice_rows
+    if slice_rows:  # 0: the library's default
+        store.SLICE_ROWS = slice_rows
     s = load_settings(Path(project) / "ragpipe.toml")
     t0 = time.perf_counter()
     with connect(s.duckdb_path) as con:
@@ -92,7 +93,7 @@ def memory(args: argparse.Namespace) -> dict[str, Any]:
                 f'[warehouse]\ndir = "warehouse"\nmodels_dir = "{models}"\n[corpus]\ndir = "{corpus}"\n'
                 f'[embedder]\nname = "{args.embedder}"\n')
             code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import scale; "
-                    f"scale.ingest_child({str(proj)!r}, {args.embedder!r}, {slice_rows or 4096})")
+                    f"scale.ingest_child({str(proj)!r}, {args.embedder!r}, {slice_rows or 0})")
             out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
             r = json.loads(out.stdout.strip().splitlines()[-1])
             r.update(copies=copies, mode=mode, files=len(files) * copies, vectors_mb=r["vectors"] * r["dims"] * 4 / 2**20)

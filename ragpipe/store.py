@@ -104,7 +104,7 @@ class ChunkKey(NamedTuple):
 
 
 TextLoader = Callable[[list[str]], dict[str, str]]  # chunk ids -> {chunk id: text}
-SLICE_ROWS = 4096  # new rows embedded and added per slice: peak memory stays flat as the corpus grows
+SLICE_ROWS = 1024  # new rows embedded and added per slice: peak memory stays flat as the corpus grows (bench/scale.py)
 
 
 @dataclass

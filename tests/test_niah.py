@@ -300,7 +300,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
     finally:
         proc.terminate()
-        proc.wait(timeout=5)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # a loaded machine: the tests do not depend on how the server exits
+            proc.kill()
+            proc.wait()
         if proc.stdout:
             proc.stdout.close()
 
