@@ -140,6 +140,9 @@ def materialize(
     if selection is None:  # the whole graph, less the on-demand groups
         skip = on_demand_keys(defs)
         selection = [k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys() if k not in skip]
+    run_tags = {**(tags or {}), HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}
+    # Progress (INFO) on the console; Dagster's step-by-step DEBUG events stay in the run's event log.
+    run_config = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
     if multiprocess:
         from ragpipe.settings import settings_path
 
@@ -148,9 +151,9 @@ def materialize(
             dg.reconstructable(_job_from_env),
             instance=instance or dg.DagsterInstance.get(),
             asset_selection=[dg.AssetKey.from_user_string(k) for k in selection],
-            tags={**(tags or {}), HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())},
+            tags=run_tags,
             raise_on_error=False,
-            run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
+            run_config=run_config,
         ) as result:
             return result
     return dg.materialize(
@@ -158,10 +161,9 @@ def materialize(
         resources=dict(defs.resources or {}),
         instance=instance,
         selection=selection,
-        tags={**(tags or {}), HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())},
+        tags=run_tags,
         raise_on_error=False,
-        # Progress (INFO) on the console; Dagster's step-by-step DEBUG events stay in the run's event log.
-        run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
+        run_config=run_config,
     )
 
 

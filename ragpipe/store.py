@@ -120,7 +120,7 @@ class VectorDiff:
 
 def diff_vectors(table: Any, chunks: Sequence[Any]) -> VectorDiff:
     """Recomputed from the table itself on every run, so a run killed at any point is completed by the next."""
-    existing = table.to_arrow().select(["chunk_id", "content_hash"]) if table.count_rows() else None
+    existing = table_columns(table, ["chunk_id", "content_hash"]) if table.count_rows() else None
     existing_ids = set(existing["chunk_id"].to_pylist()) if existing is not None else set()
     # The cache key is (embedder tag, content hash): a chunk whose text is already embedded reuses that vector.
     known_hashes = set(existing["content_hash"].to_pylist()) if existing is not None else set()
@@ -178,7 +178,7 @@ def sync_vectors(
         texts = load_texts([c.chunk_id for c in part])
         known = sorted({c.content_hash for c in part if c.content_hash not in d.fresh and c.content_hash not in vectors})
         for i in range(0, len(known), 500):
-            rows = table.search().where(f"content_hash IN ({_sql_list(known[i:i + 500])})").limit(None).to_arrow()
+            rows = table.search().where(f"content_hash IN ({_sql_list(known[i:i + 500])})").select(["content_hash", "vector"]).limit(None).to_arrow()
             for h, v in zip(rows["content_hash"].to_pylist(), rows["vector"].to_numpy(zero_copy_only=False)):
                 vectors[h] = np.asarray(v, dtype=np.float32)
         todo: dict[str, str] = {}
@@ -264,5 +264,10 @@ def ensure_vector_index(table: Any, min_rows: int, log: Callable[[str], None] | 
     return "built"
 
 
+def table_columns(table: Any, columns: list[str]) -> pa.Table:
+    """Only these columns of every row: a projected scan (to_arrow() would read every vector and text first)."""
+    return table.search().select(columns).limit(None).to_arrow()
+
+
 def table_rows(table: Any, columns: list[str]) -> list[dict[str, Any]]:
-    return table.to_arrow().select(columns).to_pylist() if table.count_rows() else []
+    return table_columns(table, columns).to_pylist() if table.count_rows() else []
