@@ -16,8 +16,9 @@ Held equal across the tools:
   parsing    ragpipe's unstructured partitioning (ragpipe.parse.ParserPool: the same worker process, PDF strategy
              fast, same limits). The peers load every file on every run and then deduplicate by hash (their
              normal flow); ragpipe skips unchanged files by content hash before parsing (its design).
-  chunk size 800 characters, no overlap: ragpipe by_title (800 max, new after 600, combine under 200); LlamaIndex
-             SentenceSplitter(chunk_size=800, chunk_overlap=0, tokenizer=list) (list: one token per character, so
+  chunk size 800 characters, no overlap: ragpipe strategy "sentences" (whole sentences packed up to 800, across
+             elements; --ragpipe-chunking fill: unstructured's basic chunker packing whole elements; by_title: the
+             default, 800 max, new after 600, combine under 200); LlamaIndex SentenceSplitter(chunk_size=800, chunk_overlap=0, tokenizer=list) (list: one token per character, so
              no tiktoken); LangChain RecursiveCharacterTextSplitter(chunk_size=800, chunk_overlap=0).
   text       the chunk text alone is embedded (LlamaIndex documents exclude their metadata from the embed text).
 
@@ -185,10 +186,11 @@ def run_ragpipe(cfg: dict[str, Any], emb: Counting, phases: dict[str, float], st
     toml = SETTINGS_TOML.format(
         warehouse=toml_str(str(state / "warehouse")), corpus=toml_str(cfg["corpus"]), exclude='["**/.*"]',
         parser_limits=f"timeout_s = {PARSE_TIMEOUT_S}\nmax_memory_mb = 2048", max_characters=CHUNK_CHARS,
-        new_after=CHUNK_CHARS if cfg.get("chunking") == "fill" else 600, batch_size=cfg["batch_size"],
+        new_after=600 if cfg.get("chunking") == "by_title" else CHUNK_CHARS, batch_size=cfg["batch_size"],
     ).replace('name = "minilm"', f'name = "{EMBEDDER}"')
-    if cfg.get("chunking") == "fill":  # pack elements up to 800 characters, as the peers' splitters fill their chunks
-        toml = toml.replace('strategy = "by_title"', 'strategy = "basic"')
+    if cfg.get("chunking") in ("fill", "sentences"):  # fill chunks up to 800 characters, as the peers' splitters do
+        strategy = "basic" if cfg["chunking"] == "fill" else "sentences"
+        toml = toml.replace('strategy = "by_title"', f'strategy = "{strategy}"')
     toml = toml.replace("[warehouse]\n", f"[warehouse]\nmodels_dir = {toml_str(cfg['models_dir'])}\n", 1)
     (state / "ragpipe.toml").write_text(toml, encoding="utf-8")
     settings = load_settings(state / "ragpipe.toml")
@@ -419,8 +421,9 @@ def main() -> int:
     ap.add_argument("--exclude-larger-than", type=float, default=None, metavar="MB", help="leave out files larger than MB (10^6 bytes)")
     ap.add_argument("--limit", type=int, default=None, help="then keep only the first N files (sorted paths)")
     ap.add_argument("--tools", default=",".join(TOOLS), help="comma-separated subset of %(default)s")
-    ap.add_argument("--ragpipe-chunking", choices=("fill", "by_title"), default="fill",
-                    help="fill: ragpipe's basic chunker packs up to 800 characters, as the peers' splitters do (default); "
+    ap.add_argument("--ragpipe-chunking", choices=("sentences", "fill", "by_title"), default="sentences",
+                    help="sentences: whole sentences packed up to 800 characters across elements, as LlamaIndex's "
+                    "SentenceSplitter does (default); fill: unstructured's basic chunker packs whole elements up to 800; "
                     "by_title: ragpipe's default chunker (a new chunk at each title and after 600 characters: more chunks)")
     ap.add_argument("--batch-size", type=int, default=64, help="embedder forward-pass batch size, every tool (default 64)")
     ap.add_argument("--peer-batch", type=int, default=512,

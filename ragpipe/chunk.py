@@ -82,6 +82,10 @@ def chunk_document(
     cfg: ChunkerSettings,
 ) -> list[Chunk]:
     """Chunk one document. Every chunk's text is exactly doc_text[start_char:end_char]."""
+    if cfg.strategy == "sentences":
+        spans = sentence_pack_spans(doc_text, cfg.max_characters, cfg.new_after_n_chars, cfg.overlap)
+    else:
+        spans = _element_chunk_spans(doc_text, elements, offsets, cfg)
     starts = [s for s, _ in offsets]
     title_positions = [(s, e.text) for (s, _), e in zip(offsets, elements) if getattr(e, "category", "") == "Title"]
     title_starts = [s for s, _ in title_positions]
@@ -89,18 +93,8 @@ def chunk_document(
 
     chunks: list[Chunk] = []
     seen: dict[str, int] = {}
-    cursor = 0
-    for raw in run_chunker(elements, cfg):
-        piece = (raw.text or "").strip()
-        if not piece:
-            continue
-        span = _locate(doc_text, piece, cursor)
-        if span is None:
-            # A chunker that rewrote text beyond whitespace: fall back to the span of its source elements.
-            span = _span_of_orig_elements(raw, elements, offsets) or (cursor, min(len(doc_text), cursor + len(piece)))
-        start, end = span
+    for start, end in spans:
         text = doc_text[start:end]
-        cursor = start + 1
         elem_idx = max(0, bisect.bisect_right(starts, start) - 1)
         t_idx = bisect.bisect_right(title_starts, start) - 1
         # The section is the title in force where the chunk starts.
@@ -121,6 +115,87 @@ def chunk_document(
             )
         )
     return chunks
+
+
+def _element_chunk_spans(
+    doc_text: str, elements: list[Any], offsets: list[tuple[int, int]], cfg: ChunkerSettings
+) -> list[tuple[int, int]]:
+    """Spans of unstructured's chunks (by_title / basic) located back in the document text."""
+    spans: list[tuple[int, int]] = []
+    cursor = 0
+    for raw in run_chunker(elements, cfg):
+        piece = (raw.text or "").strip()
+        if not piece:
+            continue
+        span = _locate(doc_text, piece, cursor)
+        if span is None:
+            # A chunker that rewrote text beyond whitespace: fall back to the span of its source elements.
+            span = _span_of_orig_elements(raw, elements, offsets) or (cursor, min(len(doc_text), cursor + len(piece)))
+        spans.append(span)
+        cursor = span[0] + 1
+    return spans
+
+
+# A sentence ends at . ! ? (or their CJK forms), optionally followed by closing quotes/brackets, before whitespace;
+# a line break always ends a unit (titles, list items and table rows carry no full stop).
+_CLOSERS = "\"'\u201d\u2019)]"
+_UNIT_BREAK = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])[\"'\u201d\u2019)\]]*\s+|\s*\n\s*")
+
+
+def _units(doc_text: str, max_chars: int) -> list[tuple[int, int]]:
+    """Sentence (or line) spans without surrounding whitespace; a unit over max_chars is cut at spaces, then hard."""
+    units: list[tuple[int, int]] = []
+    pos = 0
+    for m in _UNIT_BREAK.finditer(doc_text):
+        closers = len(m.group(0)) - len(m.group(0).lstrip(_CLOSERS))  # a closing quote belongs to its sentence
+        _add_unit(doc_text, pos, m.start() + closers, max_chars, units)
+        pos = m.end()
+    _add_unit(doc_text, pos, len(doc_text), max_chars, units)
+    return units
+
+
+def _add_unit(doc_text: str, start: int, end: int, max_chars: int, out: list[tuple[int, int]]) -> None:
+    while start < end and doc_text[start].isspace():
+        start += 1
+    while end > start and doc_text[end - 1].isspace():
+        end -= 1
+    while end - start > max_chars:
+        cut = doc_text.rfind(" ", start + 1, start + max_chars + 1)
+        piece_end = cut if cut > start else start + max_chars
+        _add_unit(doc_text, start, piece_end, max_chars, out)
+        start = piece_end
+        while start < end and doc_text[start].isspace():
+            start += 1
+    if end > start:
+        out.append((start, end))
+
+
+def sentence_pack_spans(doc_text: str, max_chars: int, new_after: int, overlap: int = 0) -> list[tuple[int, int]]:
+    """Pack whole sentences into chunks of at most max_chars, across element boundaries (strategy "sentences").
+
+    Greedy: a chunk takes the next sentence while it stays within max_chars and is shorter than new_after; a
+    sentence longer than max_chars is cut at spaces. With overlap > 0 a chunk starts with the previous chunk's last
+    sentences that fit in `overlap` characters. Fewer, fuller chunks than by_title (so fewer embeddings), at the
+    price of chunks that may straddle a section title.
+    """
+    units = _units(doc_text, max_chars)
+    spans: list[tuple[int, int]] = []
+    first = 0  # index of the current chunk's first unit
+    i = 1
+    while first < len(units):
+        i = first + 1
+        while i < len(units) and units[i][1] - units[first][0] <= max_chars and units[i - 1][1] - units[first][0] < new_after:
+            i += 1
+        spans.append((units[first][0], units[i - 1][1]))
+        if i >= len(units):
+            break
+        nxt = i
+        if overlap > 0:  # step back over whole sentences that fit in the overlap, always keeping one new sentence
+            while (nxt - 1 > first and units[i - 1][1] - units[nxt - 1][0] <= overlap
+                   and units[i][1] - units[nxt - 1][0] <= max_chars):
+                nxt -= 1
+        first = nxt
+    return spans
 
 
 def _span_of_orig_elements(raw: Any, elements: list[Any], offsets: list[tuple[int, int]]) -> tuple[int, int] | None:

@@ -387,8 +387,8 @@ def _table(value: Any, where: str, source: Path) -> dict[str, Any]:
 
 def _validate(s: Settings) -> None:
     src = s.source
-    if s.chunker.strategy not in ("by_title", "basic"):
-        raise SettingsError(f"{src}: [chunker].strategy must be 'by_title' or 'basic', got {s.chunker.strategy!r}")
+    if s.chunker.strategy not in ("by_title", "basic", "sentences"):
+        raise SettingsError(f"{src}: [chunker].strategy must be 'by_title', 'basic' or 'sentences', got {s.chunker.strategy!r}")
     if s.chunker.max_characters < 50:
         raise SettingsError(f"{src}: [chunker].max_characters must be at least 50")
     if not 0 <= s.chunker.overlap < s.chunker.max_characters:

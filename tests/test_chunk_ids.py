@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from ragpipe.chunk import _locate, chunk_id_for
+from ragpipe.chunk import _locate, chunk_id_for, sentence_pack_spans
 
 
 def test_chunk_id_is_deterministic_and_well_formed() -> None:
@@ -58,3 +58,19 @@ def test_locate_tolerates_whitespace_differences() -> None:
 def test_locate_not_found() -> None:
     assert _locate(DOC, "revenue of $51.2 million", 0) is None
     assert _locate(DOC, "   ", 0) is None
+
+
+def test_sentence_packing_crosses_element_boundaries_but_never_cuts_a_sentence() -> None:
+    text = "Results\n\nRevenue grew 12%. Costs fell.\n\nOutlook\n\nWe expect more. Risks remain."
+    spans = sentence_pack_spans(text, max_chars=45, new_after=45)
+    pieces = [text[s:e] for s, e in spans]
+    # Title + two sentences fill the first chunk; the next title starts a new one only because it did not fit.
+    assert pieces == ["Results\n\nRevenue grew 12%. Costs fell.", "Outlook\n\nWe expect more. Risks remain."]
+    # A sentence longer than the limit is cut at spaces, never inside a word.
+    long = "alpha " * 20
+    assert [long[s:e] for s, e in sentence_pack_spans(long, 50, 50)] == ["alpha " * 7 + "alpha", "alpha " * 7 + "alpha",
+                                                                         "alpha " * 3 + "alpha"]
+    # Overlap repeats whole trailing sentences of the previous chunk.
+    spans = sentence_pack_spans("One two. Three four. Five six. Seven.", 22, 22, overlap=12)
+    assert ["One two. Three four." , "Three four. Five six.", "Five six. Seven."] == [
+        "One two. Three four. Five six. Seven."[s:e] for s, e in spans]

@@ -187,6 +187,23 @@ def test_rechunking_moves_stamps_and_restamp_write_rewrites_ids(proj: Project, c
             assert v[q]["verdict"] == "did_not_run"
 
 
+def test_sentence_packing_end_to_end_fewer_chunks_and_every_stamp_found(proj: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    """strategy "sentences" through the real pipeline: fuller chunks (fewer embeddings), every trap still stamped."""
+    ci(proj, capsys)
+    by_title = proj.sql("SELECT count(*) FROM chunks WHERE chunker_tag = ?", [proj.settings().chunker_tag])[0][0]
+    proj.configure(strategy="sentences", max_characters=800, new_after=800)
+    code, out = ci(proj, capsys)
+    tag = proj.settings().chunker_tag
+    assert tag.startswith("sentences-")
+    rows = proj.sql("SELECT text FROM chunks WHERE chunker_tag = ?", [tag])
+    assert 0 < len(rows) < by_title
+    assert max(len(r[0]) for r in rows) <= 800
+    statuses = dict(proj.sql("SELECT question_id, status FROM latest_stamps WHERE chunker_tag = ?", [tag]))
+    assert set(statuses) == {t.question_id for t in load_golden(proj.golden).tests}
+    assert "missing" not in statuses.values()
+    assert {r["verdict"] for r in latest(proj).values()} <= {"pass", "fail", "did_not_run"}
+
+
 def test_broken_golden_set_fails_with_every_problem(proj: Project, capsys: pytest.CaptureFixture[str]) -> None:
     lines = proj.golden.read_text().splitlines()
     lines[1] = lines[1].replace('"question_id": "neg_02"', '"question_id": "neg_01"')

@@ -288,6 +288,37 @@ def test_chunk_spans_slice_back_and_ids_are_deterministic(spec: list[tuple[str, 
     ]
 
 
+
+@hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=DOC, mx=st.integers(min_value=50, max_value=600), after=st.integers(min_value=20, max_value=600),
+       overlap=st.integers(min_value=0, max_value=60))
+def test_sentence_packing_bounds_covers_and_fills(spec: list[tuple[str, str, int]], mx: int, after: int, overlap: int) -> None:
+    """strategy "sentences": every chunk within max_characters, every non-space character in a chunk, in order; with
+    no overlap the chunks are disjoint and a chunk ends only where the next sentence would not have fitted."""
+    from ragpipe.chunk import _units
+
+    elements = make_elements(spec)
+    doc_text = ELEMENT_SEPARATOR.join(e.text for e in elements)
+    cfg = ChunkerSettings(strategy="sentences", max_characters=mx, new_after_n_chars=min(after, mx), overlap=overlap)
+    chunks = chunk_document("docs/random.md", doc_text, elements, element_offsets(elements), cfg)
+    assert chunks
+    covered = bytearray(len(doc_text))
+    for c in chunks:
+        assert doc_text[c.start_char:c.end_char] == c.text and c.text.strip() == c.text
+        assert len(c.text) <= mx
+        covered[c.start_char:c.end_char] = b"\x01" * (c.end_char - c.start_char)
+    assert all(covered[i] or ch.isspace() for i, ch in enumerate(doc_text))
+    starts = [c.start_char for c in chunks]
+    assert starts == sorted(starts) and len(set(starts)) == len(starts)
+    if overlap == 0:
+        units = _units(doc_text, mx)
+        unit_at = {u[0]: u for u in units}
+        for a, b in zip(chunks, chunks[1:]):
+            assert a.end_char <= b.start_char
+            nxt = unit_at[b.start_char]  # a chunk starts at a sentence, and that sentence did not fit in the one before
+            assert nxt[1] - a.start_char > mx or a.end_char - a.start_char >= cfg.new_after_n_chars
+
+
 def test_a_parse_past_timeout_s_is_stopped_and_its_worker_replaced(hostile: tuple) -> None:
     """The time limit on its own (the stage above may stop huge.txt on either limit, whichever comes first)."""
     from ragpipe.parse import ParseTimeout, shared_pool
