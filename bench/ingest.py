@@ -103,7 +103,7 @@ def install_timers(timers: Timers) -> None:
     timers.wrap(ingest, "current_chunk_keys", "embeddings.current_chunks")
     timers.wrap(store, "sync_vectors", "embeddings.sync_vectors")
     timers.wrap(store, "ensure_fts_index", "embeddings.ensure_fts_index")
-    timers.wrap(store, "table_rows", "embeddings.table_rows")
+    timers.wrap(store, "table_columns", "embeddings.table_columns (diff + DuckDB mirror)")
 
 
 def run_stage(name: str, fn: Callable[[], dict[str, Any]], label: str, timers: Timers) -> dict[str, Any]:

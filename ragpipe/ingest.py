@@ -189,7 +189,7 @@ def chunk_documents(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: 
     for doc_id in todo:
         row = con.execute("SELECT text, elements_json, sha256 FROM documents WHERE doc_id = ?", [doc_id]).fetchone()
         text, elements_json, sha = row
-        elements = elements_from_json(elements_json)
+        elements = elements_from_json(elements_json, text)
         offsets = element_offsets(elements)
         try:
             chunks = chunk_document(doc_id, text, elements, offsets, settings.chunker)
@@ -289,14 +289,19 @@ def embed_chunks(
         log(f"embedder {emb.tag}: model built under {settings.models_dir} during this run (later runs reuse it)")
     store.ensure_fts_index(table, changed=sync.current != sync.kept or sync.deleted > 0)
     # Mirror the table into DuckDB in one transaction, recomputed from LanceDB itself (crash-safe).
-    rows = store.table_rows(table, ["chunk_id", "content_hash", "n_tokens", "run_id"])
+    # As Arrow columns, never Python rows: a few bytes per chunk, however large the corpus.
+    mirror = store.table_columns(table, ["chunk_id", "content_hash", "n_tokens", "run_id"]) if table.count_rows() else None
     with transaction(con):
         con.execute("DELETE FROM embeddings WHERE embedder_tag = ?", [emb.tag])
-        if rows:
-            con.executemany(
-                "INSERT INTO embeddings VALUES (?, ?, ?, ?, ?, ?)",
-                [[emb.tag, settings.chunker_tag, r["chunk_id"], r["content_hash"], r["n_tokens"], r["run_id"]] for r in rows],
-            )
+        if mirror is not None:
+            con.register("lancedb_mirror", mirror)
+            try:
+                con.execute(
+                    "INSERT INTO embeddings SELECT ?, ?, chunk_id, content_hash, n_tokens, run_id FROM lancedb_mirror",
+                    [emb.tag, settings.chunker_tag],
+                )
+            finally:
+                con.unregister("lancedb_mirror")
         stats = {
             "embedder_tag": emb.tag,
             "lancedb_table": store.table_name(emb.tag),

@@ -4,13 +4,15 @@ In a run, files are parsed in child processes (`ParserPool`): each document gets
 ([parser].timeout_s) and an address-space limit ([parser].max_memory_mb), so a pathological file (a zip bomb,
 a PDF that never ends, a 50 MB single line) costs one ingest_errors row instead of hanging or exhausting the run.
 Workers are plain `python -c` children (never a re-run of the caller's script), load spaCy once, are reused across documents, and replaced when a document
-kills or hangs one. Elements cross the process boundary as unstructured's own JSON (elements_to_json /
-elements_from_json), so results are identical to parsing in-process.
+kills or hangs one. Elements cross the process boundary as the document text plus their stored form
+(`stored_elements_json`: unstructured's element dicts without their texts) and are rebuilt with unstructured's
+elements_from_dicts, so results are identical to parsing in-process.
 """
 
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import re
 import resource
@@ -19,7 +21,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -75,18 +77,14 @@ class ParsedDocument:
     elements: list[Any]  # unstructured Element objects
     text: str
     offsets: list[tuple[int, int]]  # character span of each element in `text`
-    json_text: str | None = field(default=None, repr=False, compare=False)  # elements_to_json as made by the worker
 
     @property
     def n_elements(self) -> int:
         return len(self.elements)
 
     def elements_json(self) -> str:
-        if self.json_text is not None:
-            return self.json_text
-        from unstructured.staging.base import elements_to_json
-
-        return elements_to_json(self.elements) or "[]"
+        """The elements as stored in the warehouse (`stored_elements_json`)."""
+        return stored_elements_json(self.elements)
 
 
 def format_of(path: Path) -> str | None:
@@ -198,10 +196,46 @@ def _partition(path: Path, fmt: str, pdf_strategy: str) -> list[Any]:
     raise ParseError(f"{path.name}: no parser for format {fmt}")
 
 
-def elements_from_json(text: str) -> list[Any]:
+# Metadata unstructured repeats on every element of a file (file_directory is even a local path): the documents row
+# says it once. The stored elements drop it, and each element's text too, which is a slice of the document text (its
+# length is kept): the stored JSON is ~6x smaller. DuckDB rewrites a table's last row group at every checkpoint, so
+# the size of these rows is what made parsing's peak memory grow with the corpus (bench/README.md, scale).
+_FILE_LEVEL_METADATA = ("filename", "file_directory", "filetype", "languages", "last_modified")
+STORED_ELEMENTS_VERSION = 2
+
+
+def stored_elements_json(elements: list[Any]) -> str:
+    from unstructured.staging.base import elements_to_dicts
+
+    dicts = elements_to_dicts(elements)
+    for d in dicts:
+        d["n"] = len(d.pop("text", "") or "")
+        metadata = d.get("metadata") or {}
+        for key in _FILE_LEVEL_METADATA:
+            metadata.pop(key, None)
+    return json.dumps({"v": STORED_ELEMENTS_VERSION, "elements": dicts}, separators=(",", ":"), ensure_ascii=False)
+
+
+def elements_from_json(text: str, doc_text: str | None = None) -> list[Any]:
+    """Elements from unstructured's JSON (the worker's wire form, older warehouses) or from the stored form, whose
+    texts are slices of `doc_text`."""
+    from unstructured.staging.base import elements_from_dicts
     from unstructured.staging.base import elements_from_json as _load
 
-    return list(_load(text=text))
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        return list(_load(text=text))
+    if data.get("v") != STORED_ELEMENTS_VERSION or doc_text is None:
+        raise ValueError(f"stored elements of version {data.get('v')!r} need ragpipe's version {STORED_ELEMENTS_VERSION} "
+                         "and the document text")
+    dicts, pos = data["elements"], 0
+    for d in dicts:
+        n = d.pop("n")
+        d["text"] = doc_text[pos : pos + n]
+        pos += n + len(ELEMENT_SEPARATOR)
+    if pos - len(ELEMENT_SEPARATOR) != len(doc_text):
+        raise ValueError("stored elements do not add up to the document text (the documents row is damaged; re-parse it)")
+    return list(elements_from_dicts(dicts))
 
 
 def element_offsets(elements: list[Any]) -> list[tuple[int, int]]:
@@ -290,7 +324,7 @@ def _worker_main(conn: Any, parent_pid: int, idle_s: float) -> None:
     """The worker loop (in the child): load spaCy once, then parse one file per request under the limits.
 
     Protocol: -> ("ready", pid) | ("fatal", why); per request (path, pdf_strategy, max_memory_mb, timeout_s):
-    -> ("started",) once the format's modules are imported and the limit is set, then ("ok", format, elements_json)
+    -> ("started",) once the format's modules are imported and the limit is set, then ("ok", format, text, stored elements)
     or ("err", error_class, message). A memory failure ends the worker after its reply (a clean heap for the next).
     """
     import importlib
@@ -336,7 +370,7 @@ def _worker_main(conn: Any, parent_pid: int, idle_s: float) -> None:
             try:
                 conn.send(("started",))
                 doc = parse_file(path, pdf_strategy=pdf_strategy, timeout_s=0)
-                reply: tuple[Any, ...] = ("ok", doc.format, doc.elements_json())
+                reply: tuple[Any, ...] = ("ok", doc.format, doc.text, doc.elements_json())
             finally:
                 resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
                 resource.setrlimit(resource.RLIMIT_CPU, (cpu_soft, cpu_hard))
@@ -423,8 +457,8 @@ class _Worker:
         except (EOFError, OSError):
             return _DEAD
 
-    def parse(self, path: Path, pdf_strategy: str, timeout_s: float, max_memory_mb: int) -> tuple[str, str]:
-        """(format, elements JSON) for one file, or a ParseError; the worker is killed when it overruns."""
+    def parse(self, path: Path, pdf_strategy: str, timeout_s: float, max_memory_mb: int) -> tuple[str, str, str]:
+        """(format, document text, stored elements JSON) for one file, or a ParseError; the worker is killed when it overruns."""
         try:
             self.conn.send((str(path), pdf_strategy, int(max_memory_mb), float(timeout_s)))
         except (OSError, ValueError):
@@ -445,7 +479,7 @@ class _Worker:
             self.kill()
             raise ParserCrashed(crash_message(path.name, code, max_memory_mb))
         if msg[0] == "ok":
-            return msg[1], msg[2]
+            return msg[1], msg[2], msg[3]
         error_class, message = msg[1], msg[2]
         if error_class == "ParseMemoryLimit":
             self._wait(5)  # it exits after a memory failure
@@ -519,7 +553,8 @@ class ParserPool:
         w.kill()
 
     def parse_json(self, path: Path, pdf_strategy: str = "fast", timeout_s: float = DEFAULT_TIMEOUT_S,
-                   max_memory_mb: int = DEFAULT_MAX_MEMORY_MB) -> tuple[str, str]:
+                   max_memory_mb: int = DEFAULT_MAX_MEMORY_MB) -> tuple[str, str, str]:
+        """(format, document text, stored elements JSON) from a worker."""
         for attempt in range(2):
             w = self._acquire()
             try:
@@ -534,11 +569,10 @@ class ParserPool:
 
     def parse(self, path: Path, pdf_strategy: str = "fast", timeout_s: float = DEFAULT_TIMEOUT_S,
               max_memory_mb: int = DEFAULT_MAX_MEMORY_MB) -> ParsedDocument:
-        """Parse in a worker; the elements are rebuilt here from the worker's elements_to_json text."""
-        fmt, json_text = self.parse_json(path, pdf_strategy, timeout_s, max_memory_mb)
-        elements = elements_from_json(json_text)
-        text = ELEMENT_SEPARATOR.join(e.text for e in elements)
-        return ParsedDocument(format=fmt, elements=elements, text=text, offsets=element_offsets(elements), json_text=json_text)
+        """Parse in a worker; the elements are rebuilt here from the worker's text and stored elements."""
+        fmt, text, stored = self.parse_json(path, pdf_strategy, timeout_s, max_memory_mb)
+        elements = elements_from_json(stored, text)
+        return ParsedDocument(format=fmt, elements=elements, text=text, offsets=element_offsets(elements))
 
     def close(self) -> None:
         with self._lock:
