@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -77,6 +77,7 @@ class ParsedDocument:
     elements: list[Any]  # unstructured Element objects
     text: str
     offsets: list[tuple[int, int]]  # character span of each element in `text`
+    stored: str | None = field(default=None, repr=False, compare=False)  # stored_elements_json, as the worker made it
 
     @property
     def n_elements(self) -> int:
@@ -84,7 +85,7 @@ class ParsedDocument:
 
     def elements_json(self) -> str:
         """The elements as stored in the warehouse (`stored_elements_json`)."""
-        return stored_elements_json(self.elements)
+        return self.stored if self.stored is not None else stored_elements_json(self.elements)
 
 
 def format_of(path: Path) -> str | None:
@@ -572,7 +573,7 @@ class ParserPool:
         """Parse in a worker; the elements are rebuilt here from the worker's text and stored elements."""
         fmt, text, stored = self.parse_json(path, pdf_strategy, timeout_s, max_memory_mb)
         elements = elements_from_json(stored, text)
-        return ParsedDocument(format=fmt, elements=elements, text=text, offsets=element_offsets(elements))
+        return ParsedDocument(format=fmt, elements=elements, text=text, offsets=element_offsets(elements), stored=stored)
 
     def close(self) -> None:
         with self._lock:
