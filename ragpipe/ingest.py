@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import duckdb
+import pyarrow as pa
 
 from ragpipe import store
 from ragpipe.chunk import Chunk, chunk_document
@@ -236,12 +237,11 @@ def current_chunks(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> list[Chu
     return [Chunk(*r) for r in rows]
 
 
-def current_chunk_keys(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> list[store.ChunkKey]:
-    """Every current chunk without its text (the embedding diff needs ids and hashes only)."""
-    rows = con.execute(
+def current_chunk_keys(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> pa.Table:
+    """Every current chunk without its text, as Arrow columns (the embedding diff needs ids and hashes only)."""
+    return con.execute(
         "SELECT chunk_id, doc_id, content_hash FROM chunks WHERE chunker_tag = ? ORDER BY doc_id, seq", [chunker_tag]
-    ).fetchall()
-    return [store.ChunkKey(*r) for r in rows]
+    ).to_arrow_table()
 
 
 def chunk_text_loader(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> store.TextLoader:

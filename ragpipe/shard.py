@@ -56,12 +56,12 @@ def plan(settings: Settings, con: duckdb.DuckDBPyConnection, shards: int, log: L
 
     emb = embedder or LazyEmbedder(settings.embedder, settings.models_dir)  # the plan needs the tag, not the model
     table = store.open_table(store.open_store(settings), emb.tag, lambda: emb.dims)
-    fresh = store.diff_vectors(table, current_chunk_keys(con, settings.chunker_tag)).fresh
-    plan_id = hashlib.sha256(json.dumps([emb.tag, shards, sorted(fresh)]).encode()).hexdigest()[:12]
+    fresh = [store.ChunkKey(**k) for k in store.diff_vectors(table, current_chunk_keys(con, settings.chunker_tag)).fresh_keys().to_pylist()]
+    plan_id = hashlib.sha256(json.dumps([emb.tag, shards, sorted(k.content_hash for k in fresh)]).encode()).hexdigest()[:12]
     stage = settings.warehouse_dir / "staging" / f"embed-{plan_id}"
     stage.mkdir(parents=True, exist_ok=True)
     parts: list[list[Any]] = [[] for _ in range(shards)]
-    for key in fresh.values():
+    for key in fresh:
         parts[shard_of(key.doc_id, shards)].append(key)
     load = chunk_text_loader(con, settings.chunker_tag)
     schema = pa.schema([("content_hash", pa.string()), ("text", pa.string())])

@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ragpipe.embed import Embedder, Progress
 from ragpipe.objstore import explain, lance_storage_options
@@ -105,44 +106,64 @@ class ChunkKey(NamedTuple):
 
 TextLoader = Callable[[list[str]], dict[str, str]]  # chunk ids -> {chunk id: text}
 SLICE_ROWS = 1024  # new rows embedded and added per slice: peak memory stays flat as the corpus grows (bench/scale.py)
+KEY_COLUMNS = ["chunk_id", "doc_id", "content_hash"]
+
+
+def chunk_keys(chunks: Sequence[Any] | pa.Table) -> pa.Table:
+    """Ids, documents and content hashes as Arrow columns (~130 bytes a chunk, against ~800 as Python objects)."""
+    if isinstance(chunks, pa.Table):
+        return chunks.select(KEY_COLUMNS)
+    return pa.table({k: pa.array([getattr(c, k) for c in chunks], pa.string()) for k in KEY_COLUMNS})
 
 
 @dataclass
 class VectorDiff:
-    """What it takes to make a table hold exactly a set of chunks (Chunk or ChunkKey objects)."""
+    """What it takes to make a table hold exactly a set of chunks, as Arrow columns (no per-chunk Python objects)."""
 
-    to_add: list[Any]  # chunks whose id is not in the table
-    stale: list[str]  # chunk ids in the table that are no longer current
+    to_add: pa.Table  # chunks whose id is not in the table, by (doc id, chunk id), with two flags:
+    #   known: their text already has a vector in the table (content-hash cache)
+    #   fresh: the first of the new chunks with a text that has no vector: the texts to embed
+    stale: pa.Array  # chunk ids in the table that are no longer current
     kept: int
-    reused: int  # new ids whose text already has a vector (content-hash cache, or an identical new text)
-    fresh: dict[str, Any]  # content hash -> the first chunk (by doc id, chunk id) with that text: to embed
+
+    @property
+    def n_fresh(self) -> int:
+        return int(pc.sum(self.to_add["fresh"]).as_py() or 0)
+
+    @property
+    def reused(self) -> int:  # new ids whose text already has a vector (content-hash cache, or an identical new text)
+        return self.to_add.num_rows - self.n_fresh
+
+    def fresh_keys(self) -> pa.Table:
+        return self.to_add.filter(self.to_add["fresh"]).select(KEY_COLUMNS)
 
 
-def diff_vectors(table: Any, chunks: Sequence[Any]) -> VectorDiff:
+def diff_vectors(table: Any, chunks: Sequence[Any] | pa.Table) -> VectorDiff:
     """Recomputed from the table itself on every run, so a run killed at any point is completed by the next."""
-    existing = table_columns(table, ["chunk_id", "content_hash"]) if table.count_rows() else None
-    existing_ids = set(existing["chunk_id"].to_pylist()) if existing is not None else set()
+    keys = chunk_keys(chunks)
+    if table.count_rows():
+        existing = table_columns(table, ["chunk_id", "content_hash"])
+    else:
+        existing = pa.table({"chunk_id": pa.array([], pa.string()), "content_hash": pa.array([], pa.string())})
+    have_ids, have_hashes = existing["chunk_id"].combine_chunks(), existing["content_hash"].combine_chunks()
+    to_add = keys.filter(pc.invert(pc.is_in(keys["chunk_id"], value_set=have_ids)))
+    to_add = to_add.sort_by([("doc_id", "ascending"), ("chunk_id", "ascending")])
     # The cache key is (embedder tag, content hash): a chunk whose text is already embedded reuses that vector.
-    known_hashes = set(existing["content_hash"].to_pylist()) if existing is not None else set()
-    wanted = {c.chunk_id for c in chunks}
-    to_add = sorted((c for c in chunks if c.chunk_id not in existing_ids), key=lambda c: (c.doc_id, c.chunk_id))
-    fresh: dict[str, Any] = {}
-    for c in to_add:  # identical new texts are embedded once
-        if c.content_hash not in known_hashes:
-            fresh.setdefault(c.content_hash, c)
-    return VectorDiff(
-        to_add=to_add,
-        stale=sorted(existing_ids - wanted),
-        kept=len(existing_ids & wanted),
-        reused=len(to_add) - len(fresh),
-        fresh=fresh,
-    )
+    known = pc.is_in(to_add["content_hash"], value_set=have_hashes)
+    fresh = np.zeros(to_add.num_rows, dtype=bool)
+    if to_add.num_rows:  # identical new texts are embedded once: the first of them (in to_add's order)
+        order = pa.table({"h": to_add["content_hash"], "i": pa.array(np.arange(to_add.num_rows))}).filter(pc.invert(known))
+        firsts = order.group_by("h", use_threads=False).aggregate([("i", "min")])["i_min"].to_numpy()
+        fresh[firsts] = True
+    to_add = to_add.append_column("known", known).append_column("fresh", pa.array(fresh))
+    stale = have_ids.filter(pc.invert(pc.is_in(have_ids, value_set=keys["chunk_id"].combine_chunks())))
+    return VectorDiff(to_add=to_add, stale=stale, kept=len(have_ids) - len(stale))
 
 
 def sync_vectors(
     db: Any,
     embedder: Embedder,
-    chunks: Sequence[Any],
+    chunks: Sequence[Any] | pa.Table,
     run_id: str,
     progress: Progress | None = None,
     log: Callable[[str], None] | None = None,
@@ -152,44 +173,46 @@ def sync_vectors(
 ) -> tuple[Any, SyncStats]:
     """Make the embedder's table hold exactly `chunks`. Unchanged chunks are never re-embedded.
 
-    `chunks` are Chunk objects, or ChunkKey objects with `load_texts` to fetch their texts. New rows are embedded and
-    added `slice_rows` at a time, so memory holds one slice of texts (plus this run's new vectors), and a run killed
-    part-way keeps the slices it added. `precomputed` (content hash -> vector, e.g. from embedding shards) supplies
-    vectors for new texts; the rest are encoded here. New rows are added before stale ones are deleted.
+    `chunks` are Chunk objects, or their keys (ChunkKey objects or an Arrow table of chunk_id, doc_id,
+    content_hash) with `load_texts` to fetch their texts. New rows are embedded and added `slice_rows` at a time, so
+    memory holds one slice of texts (plus this run's new vectors), and a run killed part-way keeps the slices it
+    added. `precomputed` (content hash -> vector, e.g. from embedding shards) supplies vectors for new texts; the rest
+    are encoded here. New rows are added before stale ones are deleted.
     """
     import time
 
     slice_rows = slice_rows or SLICE_ROWS  # read at call time: a benchmark may change the module default
     table = open_table(db, embedder.tag, lambda: embedder.dims)
     d = diff_vectors(table, chunks)
-    stats = SyncStats(current=len(chunks), kept=d.kept, reused=d.reused)
+    n_fresh = d.n_fresh
+    stats = SyncStats(current=len(chunks), kept=d.kept, reused=d.to_add.num_rows - n_fresh)
     if load_texts is None:
-        by_id = {c.chunk_id: c for c in d.to_add}
-        load_texts = lambda ids: {i: by_id[i].text for i in ids}  # noqa: E731
+        by_id = {c.chunk_id: c.text for c in chunks}  # type: ignore[union-attr]  (Chunk objects carry their text)
+        load_texts = lambda ids: {i: by_id[i] for i in ids}  # noqa: E731
     vectors: dict[str, np.ndarray] = {}  # this run's vectors by content hash (reused ones too: identical texts)
     done, t_start = [0], time.perf_counter()
 
     def slice_progress(n: int, _total: int, _secs: float) -> None:
         if progress:
-            progress(done[0] + n, len(d.fresh), time.perf_counter() - t_start)
+            progress(done[0] + n, n_fresh, time.perf_counter() - t_start)
 
-    for start in range(0, len(d.to_add), slice_rows):
-        part = d.to_add[start : start + slice_rows]
-        texts = load_texts([c.chunk_id for c in part])
-        known = sorted({c.content_hash for c in part if c.content_hash not in d.fresh and c.content_hash not in vectors})
-        for i in range(0, len(known), 500):
-            rows = table.search().where(f"content_hash IN ({_sql_list(known[i:i + 500])})").select(["content_hash", "vector"]).limit(None).to_arrow()
+    for start in range(0, d.to_add.num_rows, slice_rows):
+        part = d.to_add.slice(start, slice_rows).to_pydict()  # one slice as Python values
+        ids, hashes = part["chunk_id"], part["content_hash"]
+        texts = load_texts(ids)
+        lookup = sorted({h for h, k in zip(hashes, part["known"]) if k and h not in vectors})
+        for i in range(0, len(lookup), 500):
+            rows = table.search().where(f"content_hash IN ({_sql_list(lookup[i:i + 500])})").select(["content_hash", "vector"]).limit(None).to_arrow()
             for h, v in zip(rows["content_hash"].to_pylist(), rows["vector"].to_numpy(zero_copy_only=False)):
                 vectors[h] = np.asarray(v, dtype=np.float32)
         todo: dict[str, str] = {}
-        for c in part:
-            h = c.content_hash
-            if h in d.fresh and h not in vectors and h not in todo:
+        for cid, h, fresh in zip(ids, hashes, part["fresh"]):
+            if fresh and h not in vectors:
                 if precomputed is not None and h in precomputed:
                     vectors[h] = np.asarray(precomputed[h], dtype=np.float32)
                     stats.precomputed += 1
                 else:
-                    todo[h] = texts[c.chunk_id]
+                    todo[h] = texts[cid]
         if todo:
             t0 = time.perf_counter()
             encoded = embedder.encode(list(todo.values()), progress=slice_progress)
@@ -199,21 +222,21 @@ def sync_vectors(
             done[0] += len(todo)
         batch = pa.table(
             {
-                "chunk_id": [c.chunk_id for c in part],
-                "doc_id": [c.doc_id for c in part],
-                "text": [texts[c.chunk_id] for c in part],
-                "content_hash": [c.content_hash for c in part],
-                "n_tokens": pa.array(embedder.count_tokens([texts[c.chunk_id] for c in part]), pa.int32()),
-                "run_id": [run_id] * len(part),
+                "chunk_id": ids,
+                "doc_id": part["doc_id"],
+                "text": [texts[c] for c in ids],
+                "content_hash": hashes,
+                "n_tokens": pa.array(embedder.count_tokens([texts[c] for c in ids]), pa.int32()),
+                "run_id": [run_id] * len(ids),
                 "vector": pa.FixedSizeListArray.from_arrays(
-                    pa.array(np.stack([vectors[c.content_hash] for c in part]).ravel(), pa.float32()), table_dims(table)
+                    pa.array(np.stack([vectors[h] for h in hashes]).ravel(), pa.float32()), table_dims(table)
                 ),
             },
             schema=_schema(table_dims(table)),
         )
         table.add(batch)
     for i in range(0, len(d.stale), 500):
-        table.delete(f"chunk_id IN ({_sql_list(d.stale[i:i + 500])})")
+        table.delete(f"chunk_id IN ({_sql_list(d.stale.slice(i, 500).to_pylist())})")
     stats.deleted = len(d.stale)
     if log:
         log(

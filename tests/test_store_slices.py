@@ -63,3 +63,27 @@ def test_a_run_killed_between_slices_keeps_its_slices_and_the_next_completes_it(
     table, stats = store.sync_vectors(db, again, chunks, "r2", slice_rows=7)
     assert table.count_rows() == 50 and stats.kept == 21
     assert not set(again.seen) & {by_id[c.chunk_id] for c in sorted(chunks, key=lambda c: (c.doc_id, c.chunk_id))[:21]}
+
+
+def test_the_diff_from_arrow_keys_equals_the_diff_from_chunks(tmp_path: Path) -> None:
+    """Ids to add (by document, id), stale ids, texts to embed once, and texts the table already has."""
+    chunks = _chunks(30, 20)
+    db = store.connect(tmp_path / "db")
+    store.sync_vectors(db, FakeEmbedder(), chunks[:12], "r1")  # the table holds 12 ids and their texts
+    table = store.open_table(db, FakeEmbedder.tag, FakeEmbedder.dims)
+    wanted = chunks[4:]  # ids 0-3 left the corpus
+    by_chunks = store.diff_vectors(table, wanted)
+    by_arrow = store.diff_vectors(table, store.chunk_keys([store.ChunkKey(c.chunk_id, c.doc_id, c.content_hash) for c in wanted]))
+    for d in (by_chunks, by_arrow):
+        assert sorted(d.stale.to_pylist()) == [c.chunk_id for c in chunks[:4]]
+        assert d.kept == 8
+        new = sorted(chunks[12:], key=lambda c: (c.doc_id, c.chunk_id))
+        assert d.to_add["chunk_id"].to_pylist() == [c.chunk_id for c in new]
+        in_table = {c.content_hash for c in chunks[:12]}
+        assert d.to_add["known"].to_pylist() == [c.content_hash in in_table for c in new]
+        firsts: dict[str, str] = {}
+        for c in new:
+            if c.content_hash not in in_table:
+                firsts.setdefault(c.content_hash, c.chunk_id)
+        assert d.fresh_keys()["chunk_id"].to_pylist() == [c.chunk_id for c in new if firsts.get(c.content_hash) == c.chunk_id]
+        assert d.reused == len(new) - len(firsts)
