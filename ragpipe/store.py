@@ -175,8 +175,7 @@ def sync_vectors(
 
     `chunks` are Chunk objects, or their keys (ChunkKey objects or an Arrow table of chunk_id, doc_id,
     content_hash) with `load_texts` to fetch their texts. New rows are embedded and added `slice_rows` at a time, so
-    memory holds one slice of texts (plus this run's new vectors), and a run killed part-way keeps the slices it
-    added. `precomputed` (content hash -> vector, e.g. from embedding shards) supplies vectors for new texts; the rest
+    memory holds one slice of texts and vectors, and a run killed part-way keeps the slices it added. `precomputed` (content hash -> vector, e.g. from embedding shards) supplies vectors for new texts; the rest
     are encoded here. New rows are added before stale ones are deleted.
     """
     import time
@@ -189,7 +188,7 @@ def sync_vectors(
     if load_texts is None:
         by_id = {c.chunk_id: c.text for c in chunks}  # type: ignore[union-attr]  (Chunk objects carry their text)
         load_texts = lambda ids: {i: by_id[i] for i in ids}  # noqa: E731
-    vectors: dict[str, np.ndarray] = {}  # this run's vectors by content hash (reused ones too: identical texts)
+    vectors: dict[str, np.ndarray] = {}  # the current slice's vectors by content hash
     done, t_start = [0], time.perf_counter()
 
     def slice_progress(n: int, _total: int, _secs: float) -> None:
@@ -200,7 +199,10 @@ def sync_vectors(
         part = d.to_add.slice(start, slice_rows).to_pydict()  # one slice as Python values
         ids, hashes = part["chunk_id"], part["content_hash"]
         texts = load_texts(ids)
-        lookup = sorted({h for h, k in zip(hashes, part["known"]) if k and h not in vectors})
+        # Only one slice's vectors are held: a text embedded in an earlier slice of this run is in the table by now
+        # and is looked up there like any other known text (an identical text later in this slice comes from `vectors`).
+        vectors.clear()
+        lookup = sorted({h for h, f in zip(hashes, part["fresh"]) if not f})
         for i in range(0, len(lookup), 500):
             rows = table.search().where(f"content_hash IN ({_sql_list(lookup[i:i + 500])})").select(["content_hash", "vector"]).limit(None).to_arrow()
             for h, v in zip(rows["content_hash"].to_pylist(), rows["vector"].to_numpy(zero_copy_only=False)):
