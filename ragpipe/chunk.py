@@ -181,7 +181,6 @@ def sentence_pack_spans(doc_text: str, max_chars: int, new_after: int, overlap: 
     units = _units(doc_text, max_chars)
     spans: list[tuple[int, int]] = []
     first = 0  # index of the current chunk's first unit
-    i = 1
     while first < len(units):
         i = first + 1
         while i < len(units) and units[i][1] - units[first][0] <= max_chars and units[i - 1][1] - units[first][0] < new_after:

@@ -199,8 +199,8 @@ def _partition(path: Path, fmt: str, pdf_strategy: str) -> list[Any]:
 
 # Metadata unstructured repeats on every element of a file (file_directory is even a local path): the documents row
 # says it once. The stored elements drop it, and each element's text too, which is a slice of the document text (its
-# length is kept): the stored JSON is ~6x smaller. DuckDB rewrites a table's last row group at every checkpoint, so
-# the size of these rows is what made parsing's peak memory grow with the corpus (bench/README.md, scale).
+# length is kept): the stored JSON is ~4x smaller. DuckDB's checkpoints rewrite these rows, and their size drove the
+# parse stage's peak memory up with the corpus (bench/README.md, scale).
 _FILE_LEVEL_METADATA = ("filename", "file_directory", "filetype", "languages", "last_modified")
 STORED_ELEMENTS_VERSION = 2
 
@@ -226,9 +226,11 @@ def elements_from_json(text: str, doc_text: str | None = None) -> list[Any]:
     data = json.loads(text)
     if not isinstance(data, dict):
         return list(_load(text=text))
-    if data.get("v") != STORED_ELEMENTS_VERSION or doc_text is None:
-        raise ValueError(f"stored elements of version {data.get('v')!r} need ragpipe's version {STORED_ELEMENTS_VERSION} "
-                         "and the document text")
+    if data.get("v") != STORED_ELEMENTS_VERSION:
+        raise ValueError(f"stored elements of version {data.get('v')!r}; this ragpipe reads version {STORED_ELEMENTS_VERSION} "
+                         "(upgrade ragpipe, or re-parse the document)")
+    if doc_text is None:
+        raise ValueError("stored elements hold no texts: pass the document text they index into")
     dicts, pos = data["elements"], 0
     for d in dicts:
         n = d.pop("n")

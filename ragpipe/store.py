@@ -105,7 +105,7 @@ class ChunkKey(NamedTuple):
 
 
 TextLoader = Callable[[list[str]], dict[str, str]]  # chunk ids -> {chunk id: text}
-SLICE_ROWS = 1024  # new rows embedded and added per slice: peak memory stays flat as the corpus grows (bench/scale.py)
+SLICE_ROWS = 1024  # new rows embedded and added per slice: memory holds one slice of texts and vectors (bench/scale.py)
 KEY_COLUMNS = ["chunk_id", "doc_id", "content_hash"]
 
 

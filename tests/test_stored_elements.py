@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ragpipe.chunk import chunk_document
-from ragpipe.parse import elements_from_json, parse_file, shared_pool, stored_elements_json
+from ragpipe.parse import element_offsets, elements_from_json, parse_file, shared_pool, stored_elements_json
 from ragpipe.settings import ChunkerSettings
 
 CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
@@ -36,8 +36,6 @@ def test_stored_form_is_small_and_rebuilds_the_same_elements_and_chunks(parsed: 
             for e in doc.elements
         ]
         for cfg in (ChunkerSettings(), ChunkerSettings(strategy="basic", max_characters=300, new_after_n_chars=300)):
-            from ragpipe.parse import element_offsets
-
             assert chunk_document("d", doc.text, back, element_offsets(back), cfg) == chunk_document(
                 "d", doc.text, doc.elements, doc.offsets, cfg)
 
