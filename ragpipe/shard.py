@@ -17,8 +17,9 @@ import json
 import os
 import shutil
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import duckdb
 import numpy as np
@@ -49,6 +50,15 @@ def _vectors_file(stage: Path, i: int, n: int) -> Path:
     return stage / f"vectors-{i}-of-{n}.parquet"
 
 
+@contextmanager
+def _atomic_parquet(path: Path, schema: pa.Schema) -> Iterator[pq.ParquetWriter]:
+    """Write a Parquet file a slice at a time; readers see the whole file or none (a killed writer leaves a hidden temp)."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with pq.ParquetWriter(tmp, schema) as writer:
+        yield writer
+    os.replace(tmp, path)
+
+
 def plan(settings: Settings, con: duckdb.DuckDBPyConnection, shards: int, log: Log = _noop,
          embedder: Embedder | None = None) -> dict[str, Any]:
     """Write one work file per shard with the texts that have no vector yet; returns the staging directory and counts."""
@@ -69,14 +79,12 @@ def plan(settings: Settings, con: duckdb.DuckDBPyConnection, shards: int, log: L
         path = _work_file(stage, i, shards)
         if path.exists():  # an earlier run with the same plan wrote it
             continue
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        with pq.ParquetWriter(tmp, schema) as writer:  # texts streamed a slice at a time
+        with _atomic_parquet(path, schema) as writer:  # texts streamed a slice at a time
             for start in range(0, len(part), store.SLICE_ROWS):
                 keys = part[start : start + store.SLICE_ROWS]
                 texts = load([k.chunk_id for k in keys])
                 writer.write_table(pa.table({"content_hash": [k.content_hash for k in keys],
                                              "text": [texts[k.chunk_id] for k in keys]}, schema=schema))
-        os.replace(tmp, path)
     sizes = [len(p) for p in parts]
     log(f"embedding plan {plan_id} [{emb.tag}]: {len(fresh)} new texts in {shards} shards {sizes}")
     return {"stage": str(stage), "shards": shards, "texts": len(fresh), "shard_sizes": sizes, "embedder_tag": emb.tag}
@@ -99,8 +107,7 @@ def embed_shard(settings: Settings, stage: Path, i: int, shards: int, log: Log =
         log(f"shard {i}/{shards} [{emb.tag}]: {done[0] + n}/{total} texts, {(done[0] + n) / max(time.perf_counter() - t0, 1e-9):.1f} texts/s")
 
     schema = pa.schema([("content_hash", pa.string()), ("vector", pa.list_(pa.float32(), emb.dims))])
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    with pq.ParquetWriter(tmp, schema) as writer:  # a slice of texts in memory at a time
+    with _atomic_parquet(out, schema) as writer:  # a slice of texts in memory at a time
         for batch in work.iter_batches(batch_size=store.SLICE_ROWS):
             texts = batch.column("text").to_pylist()
             vectors = np.asarray(emb.encode(texts, progress=progress), dtype=np.float32)
@@ -108,7 +115,6 @@ def embed_shard(settings: Settings, stage: Path, i: int, shards: int, log: Log =
             flat = pa.array(vectors.ravel(), pa.float32())
             writer.write_table(pa.table({"content_hash": batch.column("content_hash"),
                                          "vector": pa.FixedSizeListArray.from_arrays(flat, emb.dims)}, schema=schema))
-    os.replace(tmp, out)
     return {"shard": i, "texts": total, "embedded": total, "resumed": False}
 
 

@@ -175,8 +175,9 @@ def sync_vectors(
 
     `chunks` are Chunk objects, or their keys (ChunkKey objects or an Arrow table of chunk_id, doc_id,
     content_hash) with `load_texts` to fetch their texts. New rows are embedded and added `slice_rows` at a time, so
-    memory holds one slice of texts and vectors, and a run killed part-way keeps the slices it added. `precomputed` (content hash -> vector, e.g. from embedding shards) supplies vectors for new texts; the rest
-    are encoded here. New rows are added before stale ones are deleted.
+    memory holds one slice of texts and vectors, and a run killed part-way keeps the slices it added. `precomputed`
+    (content hash -> vector, e.g. from embedding shards) supplies vectors for new texts; the rest are encoded here.
+    New rows are added before stale ones are deleted.
     """
     import time
 
@@ -184,7 +185,7 @@ def sync_vectors(
     table = open_table(db, embedder.tag, lambda: embedder.dims)
     d = diff_vectors(table, chunks)
     n_fresh = d.n_fresh
-    stats = SyncStats(current=len(chunks), kept=d.kept, reused=d.to_add.num_rows - n_fresh)
+    stats = SyncStats(current=len(chunks), kept=d.kept, reused=d.reused)
     if load_texts is None:
         by_id = {c.chunk_id: c.text for c in chunks}  # type: ignore[union-attr]  (Chunk objects carry their text)
         load_texts = lambda ids: {i: by_id[i] for i in ids}  # noqa: E731
@@ -199,6 +200,7 @@ def sync_vectors(
         part = d.to_add.slice(start, slice_rows).to_pydict()  # one slice as Python values
         ids, hashes = part["chunk_id"], part["content_hash"]
         texts = load_texts(ids)
+        slice_texts = [texts[c] for c in ids]
         # Only one slice's vectors are held: a text embedded in an earlier slice of this run is in the table by now
         # and is looked up there like any other known text (an identical text later in this slice comes from `vectors`).
         vectors.clear()
@@ -226,9 +228,9 @@ def sync_vectors(
             {
                 "chunk_id": ids,
                 "doc_id": part["doc_id"],
-                "text": [texts[c] for c in ids],
+                "text": slice_texts,
                 "content_hash": hashes,
-                "n_tokens": pa.array(embedder.count_tokens([texts[c] for c in ids]), pa.int32()),
+                "n_tokens": pa.array(embedder.count_tokens(slice_texts), pa.int32()),
                 "run_id": [run_id] * len(ids),
                 "vector": pa.FixedSizeListArray.from_arrays(
                     pa.array(np.stack([vectors[h] for h in hashes]).ravel(), pa.float32()), table_dims(table)
