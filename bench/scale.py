@@ -2,6 +2,7 @@
 search latency at 10k / 100k / 1M vectors.
 
     .venv/bin/python bench/scale.py memory  [--files 20] [--copies 1,3,10] [--embedder minilm-static]
+                                            [--all-formats] [--streamed-only]
     .venv/bin/python bench/scale.py recall  [--embedder minilm-static]
     .venv/bin/python bench/scale.py latency [--sizes 10000,100000,1000000] [--queries 100]
 
@@ -10,6 +11,10 @@ memory   builds corpora of 1x, 3x, 10x perturbed copies of --files realdocs Mark
          chunk, embed into LanceDB; ragpipe.ingest, no Dagster) and reports the process's peak RSS next to the bytes
          of the vectors it holds. Each size runs twice: streamed (the default: new rows embedded and added
          ragpipe.store.SLICE_ROWS at a time) and as one slice (the whole corpus's texts at once), in the same run.
+         --all-formats: every realdocs file (--files 0: all 188), HTML perturbed the same way (" [rev j]" before each
+         closing </p>, </li>, </dt>, </dd>, </td>, </pre> and heading tag), PDFs copied unchanged (their chunks' texts
+         repeat across copies, so their vectors are reused by content hash, not embedded again). --streamed-only skips
+         the one-slice run.
 recall   real embeddings: Cranfield abstracts, and passages of up to 200 characters of realdocs' Markdown and text
          files and the Paul Graham essays, embedded by --embedder; recall@10 of the ANN index (ragpipe.store.ensure_vector_index, as
          built above [retriever].ann_min_rows) against exact search, for the 225 Cranfield queries.
@@ -44,12 +49,22 @@ SHARED = DEFAULT_DOCS.parents[1]
 # ---------------------------------------------------------------------------------------------- memory
 
 
+_HTML_BLOCK_END = re.compile(r"</(p|li|dt|dd|td|pre|h[1-6])>", re.IGNORECASE)
+
+
 def perturbed_corpus(dest: Path, src: Path, files: list[Path], copies: int) -> None:
     for j in range(copies):
         for f in files:
-            paras = re.split(r"\n\s*\n", f.read_text(encoding="utf-8", errors="replace"))
             out = dest / f"copy{j:02d}" / f.relative_to(src).as_posix().replace("/", "__")
             out.parent.mkdir(parents=True, exist_ok=True)
+            if f.suffix.lower() == ".pdf":  # no PDF writer here: copied as is (vectors reused by content hash)
+                out.write_bytes(f.read_bytes())
+                continue
+            text = f.read_text(encoding="utf-8", errors="replace")
+            if f.suffix.lower() in (".html", ".htm"):
+                out.write_text(_HTML_BLOCK_END.sub(lambda m: f" [rev {j}]{m.group(0)}", text), encoding="utf-8")
+                continue
+            paras = re.split(r"\n\s*\n", text)
             out.write_text("\n\n".join(p.rstrip() + (f" [rev {j}]" if p.strip() and not p.lstrip().startswith("#") else "") for p in paras))
 
 
@@ -63,18 +78,26 @@ def ingest_child(project: str, embedder: str, slice_rows: int) -> None:
     if slice_rows:  # 0: the library's default
         store.SLICE_ROWS = slice_rows
     s = load_settings(Path(project) / "ragpipe.toml")
+    def peak() -> float:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
     t0 = time.perf_counter()
+    stage_peaks = {}  # the process's peak RSS so far, after each stage: which stage set the peak
     with connect(s.duckdb_path) as con:
-        ingest.sync_corpus(s, con, "r")
-        ingest.parse_documents(s, con, "r")
-        ingest.chunk_documents(s, con, "r")
-        stats = ingest.embed_chunks(s, con, "r")
+        for stage in (ingest.sync_corpus, ingest.parse_documents, ingest.chunk_documents, ingest.embed_chunks):
+            stats = stage(s, con, "r")
+            stage_peaks[stage.__name__] = round(peak())
+        errors = con.execute("SELECT count(*) FROM ingest_errors").fetchone()[0]
+        chunks = con.execute("SELECT count(*) FROM chunks").fetchone()[0]
     print(json.dumps({"seconds": time.perf_counter() - t0, "vectors": stats["vectors"], "dims": stats["dims"],
-                      "embedded": stats["embedded"], "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                      "embedded": stats["embedded"], "chunks": chunks, "ingest_errors": errors,
+                      "stage_peaks_mb": stage_peaks, "peak_rss_mb": peak()}))
 
 
 def memory(args: argparse.Namespace) -> dict[str, Any]:
-    files = sorted((args.docs / "markdown").rglob("*.md"))[: args.files]
+    src = args.docs if args.all_formats else args.docs / "markdown"
+    files = sorted(f for f in src.rglob("*") if f.is_file() and (args.all_formats or f.suffix == ".md"))
+    files = files[: args.files] if args.files else files
     work = Path(tempfile.mkdtemp(prefix="ragpipe-scale-"))
     models = work / "models"
     rows = []
@@ -85,8 +108,8 @@ def memory(args: argparse.Namespace) -> dict[str, Any]:
     subprocess.run([sys.executable, "-c", warm], check=True)
     for copies in [int(c) for c in args.copies.split(",")]:
         corpus = work / f"corpus-{copies}x"
-        perturbed_corpus(corpus, args.docs / "markdown", files, copies)
-        for mode, slice_rows in (("streamed", 0), ("one slice", 10**9)):
+        perturbed_corpus(corpus, src, files, copies)
+        for mode, slice_rows in (("streamed", 0), ("one slice", 10**9))[: 1 if args.streamed_only else 2]:
             proj = work / f"proj-{copies}x-{'s' if slice_rows == 0 else 'one'}"
             proj.mkdir()
             (proj / "ragpipe.toml").write_text(
@@ -98,15 +121,16 @@ def memory(args: argparse.Namespace) -> dict[str, Any]:
             r = json.loads(out.stdout.strip().splitlines()[-1])
             r.update(copies=copies, mode=mode, files=len(files) * copies, vectors_mb=r["vectors"] * r["dims"] * 4 / 2**20)
             rows.append(r)
-            print(f"{copies:>3}x {mode:9s}: {r['files']} files, {r['vectors']} vectors ({r['vectors_mb']:.1f} MB), "
-                  f"peak RSS {r['peak_rss_mb']:.0f} MB, {r['seconds']:.0f} s", flush=True)
+            print(f"{copies:>3}x {mode:9s}: {r['files']} files, {r['vectors']} vectors ({r['vectors_mb']:.1f} MB, "
+                  f"{r['embedded']} embedded), {r['ingest_errors']} ingest errors, peak RSS {r['peak_rss_mb']:.0f} MB "
+                  f"(after each stage: {r['stage_peaks_mb']}), {r['seconds']:.0f} s", flush=True)
     print("\n| copies | files | vectors | vectors MB | peak RSS MB streamed | peak RSS MB one slice | "
           "streamed growth over 1x | vectors growth over 1x |\n|---|---|---|---|---|---|---|---|")
     base = {r["mode"]: r for r in rows if r["copies"] == rows[0]["copies"]}
     for c in sorted({r["copies"] for r in rows}):
         s_ = next(r for r in rows if r["copies"] == c and r["mode"] == "streamed")
-        o = next(r for r in rows if r["copies"] == c and r["mode"] == "one slice")
-        print(f"| {c}x | {s_['files']} | {s_['vectors']} | {s_['vectors_mb']:.1f} | {s_['peak_rss_mb']:.0f} | {o['peak_rss_mb']:.0f} | "
+        o = next((f"{r['peak_rss_mb']:.0f}" for r in rows if r["copies"] == c and r["mode"] == "one slice"), "-")
+        print(f"| {c}x | {s_['files']} | {s_['vectors']} | {s_['vectors_mb']:.1f} | {s_['peak_rss_mb']:.0f} | {o} | "
               f"{s_['peak_rss_mb'] - base['streamed']['peak_rss_mb']:+.0f} MB | {s_['vectors_mb'] - base['streamed']['vectors_mb']:+.1f} MB |")
     return {"rows": rows, "files": [f.name for f in files], "embedder": args.embedder}
 
@@ -234,9 +258,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="mode", required=True)
     m = sub.add_parser("memory")
-    m.add_argument("--files", type=int, default=20)
+    m.add_argument("--files", type=int, default=20, help="how many realdocs files (sorted by path); 0: all")
     m.add_argument("--copies", default="1,3,10")
     m.add_argument("--embedder", default="minilm-static")
+    m.add_argument("--all-formats", action="store_true", help="every realdocs format, not only Markdown (PDFs copied unchanged)")
+    m.add_argument("--streamed-only", action="store_true", help="skip the one-slice run (for the largest corpora)")
     r = sub.add_parser("recall")
     r.add_argument("--embedder", default="minilm-static")
     lt = sub.add_parser("latency")

@@ -239,8 +239,9 @@ def current_chunks(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> list[Chu
 
 def current_chunk_keys(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> pa.Table:
     """Every current chunk without its text, as Arrow columns (the embedding diff needs ids and hashes only)."""
-    return con.execute(
-        "SELECT chunk_id, doc_id, content_hash FROM chunks WHERE chunker_tag = ? ORDER BY doc_id, seq", [chunker_tag]
+    # con.sql, not con.execute: Arrow from a DB-API result is an extra copy of every row (DuckDB warns about it).
+    return con.sql(
+        "SELECT chunk_id, doc_id, content_hash FROM chunks WHERE chunker_tag = ? ORDER BY doc_id, seq", params=[chunker_tag]
     ).to_arrow_table()
 
 

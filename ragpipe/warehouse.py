@@ -13,6 +13,12 @@ import duckdb
 
 MIGRATIONS_PACKAGE = "ragpipe.migrations"
 
+# Rows per DuckDB row group (DuckDB's default is 122,880; the smallest it allows is 2,048). A checkpoint rewrites the
+# row group that commits appended to, whole: with the default, every automatic checkpoint during parsing re-read and
+# re-wrote every document's text so far (memory and I/O growing with the corpus; bench/scale.py memory). Small
+# groups bound that to 2,048 rows. Not stored in the file: every connection made here sets it.
+ROW_GROUP_SIZE = 2048
+
 
 class WarehouseBusy(RuntimeError):
     """Another process holds the DuckDB writer lock for longer than we were willing to wait."""
@@ -55,6 +61,24 @@ def _is_lock_error(exc: Exception) -> bool:
     return "lock" in text or "conflicting" in text or "could not set lock" in text
 
 
+def _attach(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """The warehouse file attached (under the name duckdb.connect(path) would give it) and made the default catalog.
+
+    Attached rather than opened directly because the row group size is an ATTACH option only.
+    """
+    con = duckdb.connect()
+    options = ["READ_ONLY"] if read_only else [f"ROW_GROUP_SIZE {ROW_GROUP_SIZE}"]
+    stem = path.stem if path.stem.lower() not in ("memory", "system", "temp", "main") else "warehouse"
+    name = '"' + stem.replace('"', '""') + '"'
+    try:
+        con.execute(f"ATTACH '{str(path).replace(chr(39), chr(39) * 2)}' AS {name} ({', '.join(options)})")
+        con.execute(f"USE {name}")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
 @contextmanager
 def connect(path: Path, read_only: bool = False, wait_s: float = 30.0) -> Iterator[duckdb.DuckDBPyConnection]:
     """Open the warehouse, waiting up to `wait_s` for another process's writer lock; migrate when writing."""
@@ -66,7 +90,7 @@ def connect(path: Path, read_only: bool = False, wait_s: float = 30.0) -> Iterat
     delay = 0.1
     while True:
         try:
-            con = duckdb.connect(str(path), read_only=read_only)
+            con = _attach(path, read_only)
             break
         except duckdb.IOException as exc:
             if not _is_lock_error(exc):
