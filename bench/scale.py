@@ -2,7 +2,7 @@
 search latency at 10k / 100k / 1M vectors.
 
     .venv/bin/python bench/scale.py memory  [--files 20] [--copies 1,3,10] [--embedder minilm-static]
-                                            [--all-formats] [--streamed-only]
+                                            [--all-formats [--exclude-pdf]] [--streamed-only]
     .venv/bin/python bench/scale.py recall  [--embedder minilm-static]
     .venv/bin/python bench/scale.py latency [--sizes 10000,100000,1000000] [--queries 100]
 
@@ -97,6 +97,7 @@ def ingest_child(project: str, embedder: str, slice_rows: int) -> None:
 def memory(args: argparse.Namespace) -> dict[str, Any]:
     src = args.docs if args.all_formats else args.docs / "markdown"
     files = sorted(f for f in src.rglob("*") if f.is_file() and (args.all_formats or f.suffix == ".md"))
+    files = [f for f in files if not (args.exclude_pdf and f.suffix.lower() == ".pdf")]
     files = files[: args.files] if args.files else files
     work = Path(tempfile.mkdtemp(prefix="ragpipe-scale-"))
     models = work / "models"
@@ -262,6 +263,7 @@ def main() -> None:
     m.add_argument("--copies", default="1,3,10")
     m.add_argument("--embedder", default="minilm-static")
     m.add_argument("--all-formats", action="store_true", help="every realdocs format, not only Markdown (PDFs copied unchanged)")
+    m.add_argument("--exclude-pdf", action="store_true", help="leave out PDF files (some take minutes each to parse)")
     m.add_argument("--streamed-only", action="store_true", help="skip the one-slice run (for the largest corpora)")
     r = sub.add_parser("recall")
     r.add_argument("--embedder", default="minilm-static")
