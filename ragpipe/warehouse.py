@@ -66,7 +66,8 @@ def _attach(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
 
     Attached rather than opened directly because the row group size is an ATTACH option only.
     """
-    con = duckdb.connect()
+    # Spill files go beside the file, as for duckdb.connect(path), not into the working directory.
+    con = duckdb.connect(config={"temp_directory": f"{path}.tmp"})
     options = ["READ_ONLY"] if read_only else [f"ROW_GROUP_SIZE {ROW_GROUP_SIZE}"]
     stem = path.stem if path.stem.lower() not in ("memory", "system", "temp", "main") else "warehouse"
     name = '"' + stem.replace('"', '""') + '"'

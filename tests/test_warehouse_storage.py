@@ -48,3 +48,9 @@ def test_read_only_connection_reads_the_same_catalog(tmp_path: Path) -> None:
         _append(con, 0, 10)
     with connect(path, read_only=True) as con:
         assert con.execute("SELECT current_database(), count(*) FROM docs").fetchone() == ("ragpipe", 10)
+
+
+def test_spill_files_go_beside_the_warehouse(tmp_path: Path) -> None:
+    path = tmp_path / "ragpipe.duckdb"
+    with connect(path) as con:
+        assert con.execute("SELECT current_setting('temp_directory')").fetchone()[0] == f"{path}.tmp"
