@@ -8,8 +8,8 @@ search latency at 10k / 100k / 1M vectors.
 
 memory   builds corpora of 1x, 3x, 10x perturbed copies of --files realdocs Markdown files (every paragraph of copy j
          gets a " [rev j]" suffix, so no chunk is shared between copies), ingests each in a fresh process (parse,
-         chunk, embed into LanceDB; ragpipe.ingest, no Dagster) and reports the process's peak RSS next to the bytes
-         of the vectors it holds. Each size runs twice: streamed (the default: new rows embedded and added
+         chunk, embed into LanceDB; ragpipe.ingest, no Dagster, one warehouse connection per stage as the assets
+         open) and reports the process's peak RSS next to the bytes of the vectors it holds. Each size runs twice: streamed (the default: new rows embedded and added
          ragpipe.store.SLICE_ROWS at a time) and as one slice (the whole corpus's texts at once), in the same run.
          --all-formats: every realdocs file (--files 0: all 188), HTML perturbed the same way (" [rev j]" before each
          closing </p>, </li>, </dt>, </dd>, </td>, </pre> and heading tag), PDFs copied unchanged (their chunks' texts
@@ -83,10 +83,12 @@ def ingest_child(project: str, embedder: str, slice_rows: int) -> None:
 
     t0 = time.perf_counter()
     stage_peaks = {}  # the process's peak RSS so far, after each stage: which stage set the peak
-    with connect(s.duckdb_path) as con:
-        for stage in (ingest.sync_corpus, ingest.parse_documents, ingest.chunk_documents, ingest.embed_chunks):
+    for stage in (ingest.sync_corpus, ingest.parse_documents, ingest.chunk_documents, ingest.embed_chunks):
+        # A connection per stage, as each Dagster asset opens its own: DuckDB's block cache lives as long as it does.
+        with connect(s.duckdb_path) as con:
             stats = stage(s, con, "r")
-            stage_peaks[stage.__name__] = round(peak())
+        stage_peaks[stage.__name__] = round(peak())
+    with connect(s.duckdb_path, read_only=True) as con:
         errors = con.execute("SELECT count(*) FROM ingest_errors").fetchone()[0]
         chunks = con.execute("SELECT count(*) FROM chunks").fetchone()[0]
     print(json.dumps({"seconds": time.perf_counter() - t0, "vectors": stats["vectors"], "dims": stats["dims"],
