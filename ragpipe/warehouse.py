@@ -13,11 +13,15 @@ import duckdb
 
 MIGRATIONS_PACKAGE = "ragpipe.migrations"
 
-# Rows per DuckDB row group (DuckDB's default is 122,880; the smallest it allows is 2,048). A checkpoint rewrites the
-# row group that commits appended to, whole: with the default, every automatic checkpoint during parsing re-read and
-# re-wrote every document's text so far (memory and I/O growing with the corpus; bench/scale.py memory). Small
-# groups bound that to 2,048 rows. Not stored in the file: every connection made here sets it.
+# How the warehouse file is written. Parsing commits one document at a time and DuckDB checkpoints every 16 MB of
+# log; by default each checkpoint merged the small row groups written since the last one into what came before
+# ("vacuum"), re-reading and re-writing every document so far: at 1,680 documents (48 MB of text, 64 MB of
+# elements) that spiked to +440 MB and grew with the corpus. With no vacuum tasks a checkpoint writes only new rows
+# (+131 MB for the same inserts; rows deleted from a row group stay as tombstones until the group is fully deleted),
+# and row groups of 2,048 rows (the smallest DuckDB allows; default 122,880) bound what a large insert holds.
+# Neither is stored in the file: every connection made here sets them.
 ROW_GROUP_SIZE = 2048
+MAX_VACUUM_TASKS = 0
 
 
 class WarehouseBusy(RuntimeError):
@@ -67,7 +71,7 @@ def _attach(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     Attached rather than opened directly because the row group size is an ATTACH option only.
     """
     # Spill files go beside the file, as for duckdb.connect(path), not into the working directory.
-    con = duckdb.connect(config={"temp_directory": f"{path}.tmp"})
+    con = duckdb.connect(config={"temp_directory": f"{path}.tmp", "max_vacuum_tasks": str(MAX_VACUUM_TASKS)})
     options = ["READ_ONLY"] if read_only else [f"ROW_GROUP_SIZE {ROW_GROUP_SIZE}"]
     stem = path.stem if path.stem.lower() not in ("memory", "system", "temp", "main") else "warehouse"
     name = '"' + stem.replace('"', '""') + '"'
