@@ -2,7 +2,7 @@
 search latency at 10k / 100k / 1M vectors.
 
     .venv/bin/python bench/scale.py memory  [--files 20] [--copies 1,3,10] [--embedder minilm-static]
-                                            [--all-formats [--exclude-pdf]] [--streamed-only]
+                                            [--all-formats [--exclude-pdf]] [--streamed-only] [--one-connection]
     .venv/bin/python bench/scale.py recall  [--embedder minilm-static]
     .venv/bin/python bench/scale.py latency [--sizes 10000,100000,1000000] [--queries 100]
 
@@ -68,7 +68,7 @@ def perturbed_corpus(dest: Path, src: Path, files: list[Path], copies: int) -> N
             out.write_text("\n\n".join(p.rstrip() + (f" [rev {j}]" if p.strip() and not p.lstrip().startswith("#") else "") for p in paras))
 
 
-def ingest_child(project: str, embedder: str, slice_rows: int) -> None:
+def ingest_child(project: str, embedder: str, slice_rows: int, one_connection: bool = False) -> None:
     """Runs in a fresh process: the whole ingestion of one corpus; prints its figures as JSON."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from ragpipe import ingest, store
@@ -78,16 +78,23 @@ def ingest_child(project: str, embedder: str, slice_rows: int) -> None:
     if slice_rows:  # 0: the library's default
         store.SLICE_ROWS = slice_rows
     s = load_settings(Path(project) / "ragpipe.toml")
+
     def peak() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     t0 = time.perf_counter()
     stage_peaks = {}  # the process's peak RSS so far, after each stage: which stage set the peak
-    for stage in (ingest.sync_corpus, ingest.parse_documents, ingest.chunk_documents, ingest.embed_chunks):
-        # A connection per stage, as each Dagster asset opens its own: DuckDB's block cache lives as long as it does.
+    stages = (ingest.sync_corpus, ingest.parse_documents, ingest.chunk_documents, ingest.embed_chunks)
+    if one_connection:  # a library user running every stage on one connection: DuckDB's block cache spans them all
         with connect(s.duckdb_path) as con:
-            stats = stage(s, con, "r")
-        stage_peaks[stage.__name__] = round(peak())
+            for stage in stages:
+                stats = stage(s, con, "r")
+                stage_peaks[stage.__name__] = round(peak())
+    else:  # a connection per stage, as each Dagster asset opens its own: DuckDB's block cache lives as long as it does
+        for stage in stages:
+            with connect(s.duckdb_path) as con:
+                stats = stage(s, con, "r")
+            stage_peaks[stage.__name__] = round(peak())
     with connect(s.duckdb_path, read_only=True) as con:
         errors = con.execute("SELECT count(*) FROM ingest_errors").fetchone()[0]
         chunks = con.execute("SELECT count(*) FROM chunks").fetchone()[0]
@@ -119,7 +126,7 @@ def memory(args: argparse.Namespace) -> dict[str, Any]:
                 f'[warehouse]\ndir = "warehouse"\nmodels_dir = "{models}"\n[corpus]\ndir = "{corpus}"\n'
                 f'[embedder]\nname = "{args.embedder}"\n')
             code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import scale; "
-                    f"scale.ingest_child({str(proj)!r}, {args.embedder!r}, {slice_rows or 0})")
+                    f"scale.ingest_child({str(proj)!r}, {args.embedder!r}, {slice_rows or 0}, {args.one_connection})")
             out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
             r = json.loads(out.stdout.strip().splitlines()[-1])
             r.update(copies=copies, mode=mode, files=len(files) * copies, vectors_mb=r["vectors"] * r["dims"] * 4 / 2**20)
@@ -266,6 +273,7 @@ def main() -> None:
     m.add_argument("--embedder", default="minilm-static")
     m.add_argument("--all-formats", action="store_true", help="every realdocs format, not only Markdown (PDFs copied unchanged)")
     m.add_argument("--exclude-pdf", action="store_true", help="leave out PDF files (some take minutes each to parse)")
+    m.add_argument("--one-connection", action="store_true", help="run every stage on one warehouse connection")
     m.add_argument("--streamed-only", action="store_true", help="skip the one-slice run (for the largest corpora)")
     r = sub.add_parser("recall")
     r.add_argument("--embedder", default="minilm-static")
