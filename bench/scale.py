@@ -9,8 +9,9 @@ search latency at 10k / 100k / 1M vectors.
 memory   builds corpora of 1x, 3x, 10x perturbed copies of --files realdocs Markdown files (every paragraph of copy j
          gets a " [rev j]" suffix, so no chunk is shared between copies), ingests each in a fresh process (parse,
          chunk, embed into LanceDB; ragpipe.ingest, no Dagster, one warehouse connection per stage as the assets
-         open) and reports the process's peak RSS next to the bytes of the vectors it holds. Each size runs twice: streamed (the default: new rows embedded and added
-         ragpipe.store.SLICE_ROWS at a time) and as one slice (the whole corpus's texts at once), in the same run.
+         open; --one-connection: all on one) and reports the process's peak RSS, overall and after each stage, next
+         to the bytes of the vectors it holds. Each size runs twice: streamed (the default: new rows embedded and
+         added ragpipe.store.SLICE_ROWS at a time) and as one slice (the whole corpus's texts at once), in the same run.
          --all-formats: every realdocs file (--files 0: all 188), HTML perturbed the same way (" [rev j]" before each
          closing </p>, </li>, </dt>, </dd>, </td>, </pre> and heading tag), PDFs copied unchanged (their chunks' texts
          repeat across copies, so their vectors are reused by content hash, not embedded again). --streamed-only skips
