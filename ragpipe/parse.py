@@ -199,8 +199,8 @@ def _partition(path: Path, fmt: str, pdf_strategy: str) -> list[Any]:
 
 # Metadata unstructured repeats on every element of a file (file_directory is even a local path): the documents row
 # says it once. The stored elements drop it, and each element's text too, which is a slice of the document text (its
-# length is kept): the stored JSON is ~4x smaller. DuckDB's checkpoints rewrite these rows, and their size drove the
-# parse stage's peak memory up with the corpus (bench/README.md, scale).
+# length is kept): the stored JSON is ~4x smaller, and so is what parsing writes per document (the checkpoint
+# settings that keep those writes from being rewritten are in ragpipe.warehouse).
 _FILE_LEVEL_METADATA = ("filename", "file_directory", "filetype", "languages", "last_modified")
 STORED_ELEMENTS_VERSION = 2
 
