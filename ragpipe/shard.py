@@ -82,7 +82,7 @@ def plan(settings: Settings, con: duckdb.DuckDBPyConnection, shards: int, log: L
         with _atomic_parquet(path, schema) as writer:  # texts streamed a slice at a time
             for start in range(0, len(part), store.SLICE_ROWS):
                 keys = part[start : start + store.SLICE_ROWS]
-                texts = load([k.chunk_id for k in keys])
+                texts = load([k.chunk_id for k in keys], [k.doc_id for k in keys])
                 writer.write_table(pa.table({"content_hash": [k.content_hash for k in keys],
                                              "text": [texts[k.chunk_id] for k in keys]}, schema=schema))
     sizes = [len(p) for p in parts]

@@ -125,3 +125,29 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
         con.execute("ROLLBACK")
         raise
     con.execute("COMMIT")
+
+
+
+def _memory_limit(con: duckdb.DuckDBPyConnection) -> str:
+    return str(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+
+
+def drop_block_cache(con: duckdb.DuckDBPyConnection) -> None:
+    """Evict the table blocks DuckDB keeps cached for this connection; they are read from the file again when needed.
+
+    DuckDB keeps every block a query read or wrote until its memory_limit (80 % of RAM by default) is reached, so a
+    stage that reads the whole corpus one piece at a time (chunking reads every document, embedding every chunk's
+    text) would end up holding all of it: 92 MB after chunking 10x realdocs. Lowering the limit evicts every block
+    not in use; the limit is then put back: DuckDB's default exactly, a limit the caller set to the 0.1 of a unit that
+    DuckDB shows it with (e.g. "476.8 MiB" for 500MB).
+    """
+    before = _memory_limit(con)
+    try:
+        con.execute("SET memory_limit = '1MB'")
+    except duckdb.OutOfMemoryException:
+        pass  # some blocks are in use (an open result): they stay, the rest were evicted on the way
+    finally:
+        con.execute("RESET memory_limit")
+        if _memory_limit(con) != before:  # the caller's own limit; +0.05 so that the shown value does not creep down
+            number, unit = re.fullmatch(r"([\d.]+) ?(\w+)", before).groups()  # type: ignore[union-attr]
+            con.execute(f"SET memory_limit = '{float(number) + 0.05:.2f} {unit}'")

@@ -48,7 +48,7 @@ def test_a_run_killed_between_slices_keeps_its_slices_and_the_next_completes_it(
     by_id = {c.chunk_id: c.text for c in chunks}
     calls = [0]
 
-    def dying_loader(ids: list[str]) -> dict[str, str]:
+    def dying_loader(ids: list[str], doc_ids: list[str]) -> dict[str, str]:
         calls[0] += 1
         if calls[0] == 4:
             raise KeyboardInterrupt("killed")
@@ -87,3 +87,22 @@ def test_the_diff_from_arrow_keys_equals_the_diff_from_chunks(tmp_path: Path) ->
                 firsts.setdefault(c.content_hash, c.chunk_id)
         assert d.fresh_keys()["chunk_id"].to_pylist() == [c.chunk_id for c in new if firsts.get(c.content_hash) == c.chunk_id]
         assert d.reused == len(new) - len(firsts)
+
+
+def test_the_warehouse_text_loader_returns_exactly_a_slice_spanning_documents(tmp_path: Path) -> None:
+    """The loader narrows its scan to the slice's range of documents; chunks of other documents in that range,
+    and of other chunkers, never come back."""
+    from ragpipe.ingest import chunk_text_loader
+    from ragpipe.warehouse import connect
+
+    chunks = _chunks(60, 60)
+    with connect(tmp_path / "w.duckdb") as con:
+        for tag in ("mine", "other"):
+            con.executemany(
+                "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [[tag, c.chunk_id, c.doc_id, c.seq, f"{tag}: {c.text}", c.start_char, c.end_char, None, None, c.content_hash, "sha", "r"]
+                 for c in chunks],
+            )
+        wanted = [c for c in chunks if c.doc_id in ("doc1.md", "doc4.md") and c.seq % 2 == 0]  # docs 2, 3 lie between
+        texts = chunk_text_loader(con, "mine")([c.chunk_id for c in wanted], [c.doc_id for c in wanted])
+        assert texts == {c.chunk_id: f"mine: {c.text}" for c in wanted}

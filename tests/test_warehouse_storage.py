@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragpipe.warehouse import connect
+from ragpipe.warehouse import connect, drop_block_cache
 
 BLOCKS = (
     "SELECT row_group_id, list(DISTINCT block_id ORDER BY block_id) FROM pragma_storage_info('docs') "
@@ -61,3 +61,31 @@ def test_spill_files_go_beside_the_warehouse(tmp_path: Path) -> None:
     path = tmp_path / "ragpipe.duckdb"
     with connect(path) as con:
         assert con.execute("SELECT current_setting('temp_directory')").fetchone()[0] == f"{path}.tmp"
+
+
+def _cached_mb(con) -> float:
+    return con.execute("SELECT coalesce(sum(memory_usage_bytes), 0) / 2**20 FROM duckdb_memory() WHERE tag = 'BASE_TABLE'").fetchall()[0][0]
+
+
+def _limit(con) -> str:
+    return con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+
+
+def test_the_block_cache_is_dropped_and_the_memory_limit_kept(tmp_path: Path) -> None:
+    # DuckDB keeps what a query read until its memory limit: a stage reading every document would hold the corpus.
+    path = tmp_path / "w.duckdb"
+    with connect(path) as con:
+        con.execute("CREATE TABLE docs AS SELECT range AS id, md5(range::VARCHAR) || repeat('x', 2000) AS text FROM range(20000)")
+    with connect(path) as con:
+        default = _limit(con)
+        assert con.execute("SELECT sum(length(text)) FROM docs").fetchall()[0][0] > 40_000_000
+        assert _cached_mb(con) > 5
+        drop_block_cache(con)
+        assert _cached_mb(con) < 1
+        assert _limit(con) == default
+        assert con.execute("SELECT count(*) FROM docs WHERE id % 2 = 0").fetchall()[0][0] == 10_000  # read again
+        con.execute("SET memory_limit = '500MB'")
+        mine = _limit(con)
+        for _ in range(3):  # a limit the caller set is put back, and does not creep down call after call
+            drop_block_cache(con)
+            assert _limit(con) == mine
