@@ -127,7 +127,6 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     con.execute("COMMIT")
 
 
-
 def _memory_limit(con: duckdb.DuckDBPyConnection) -> str:
     return str(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
 
