@@ -34,7 +34,8 @@ from ragpipe.settings import Settings
 from ragpipe.warehouse import drop_block_cache, transaction
 
 Log = Callable[[str], None]
-CACHE_EVERY_DOCS = 50  # documents parsed or chunked between evictions of DuckDB's block cache (warehouse.drop_block_cache)
+# Documents parsed or chunked between two drops of DuckDB's block cache (ragpipe.warehouse.drop_block_cache).
+CACHE_EVERY_DOCS = 50
 
 
 def _noop(msg: str) -> None:

@@ -100,8 +100,8 @@ def test_the_warehouse_text_loader_returns_exactly_a_slice_spanning_documents(tm
         for tag in ("mine", "other"):
             con.executemany(
                 "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [[tag, c.chunk_id, c.doc_id, c.seq, f"{tag}: {c.text}", c.start_char, c.end_char, None, None, c.content_hash, "sha", "r"]
-                 for c in chunks],
+                [[tag, c.chunk_id, c.doc_id, c.seq, f"{tag}: {c.text}", c.start_char, c.end_char, None, None,
+                  c.content_hash, "sha", "r"] for c in chunks],
             )
         wanted = [c for c in chunks if c.doc_id in ("doc1.md", "doc4.md") and c.seq % 2 == 0]  # docs 2, 3 lie between
         texts = chunk_text_loader(con, "mine")([c.chunk_id for c in wanted], [c.doc_id for c in wanted])
