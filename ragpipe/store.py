@@ -302,14 +302,15 @@ def ensure_vector_index(table: Any, min_rows: int, log: Callable[[str], None] | 
     return "built"
 
 
-def table_columns(table: Any, columns: list[str]) -> pa.Table:
-    """Only these columns of every row: a projected scan (to_arrow() would read every vector and text first)."""
-    return table.search().select(columns).limit(None).to_arrow()
-
-
 def table_batches(table: Any, columns: list[str]) -> pa.RecordBatchReader:
-    """The same projected scan as table_columns, a batch at a time (for a consumer that streams, e.g. a DuckDB insert)."""
+    """Only these columns of every row, a batch at a time: a projected scan (for a consumer that streams, e.g. a
+    DuckDB insert; to_arrow() on the table would read every vector and text first)."""
     return table.search().select(columns).limit(None).to_batches()
+
+
+def table_columns(table: Any, columns: list[str]) -> pa.Table:
+    """The projected scan of table_batches, whole."""
+    return table_batches(table, columns).read_all()
 
 
 def table_rows(table: Any, columns: list[str]) -> list[dict[str, Any]]:
