@@ -189,18 +189,29 @@ def test_two_ci_processes_at_once(base: Path, tmp_path: Path) -> None:
     check_ingest_invariants(p, embedder_tag(p))
     assert latest_verdicts(p) == expected
 
-    # They really ran at the same time: steps of the two runs overlapped (one waiting for the other's lock).
+    # Outcomes, not a schedule: every run succeeded; each process observed the corpus once; one or two graph runs
+    # (a process whose observation waited for the other's writer lock finds everything fresh and launches none).
+    from dagster._core.storage.dagster_run import DagsterRunStatus
+
     instance = dg.DagsterInstance.from_config(str(p.root))
+    runs = instance.get_runs()
+    assert runs and all(r.status == DagsterRunStatus.SUCCESS for r in runs), [(r.run_id, r.status) for r in runs]
     spans: dict[tuple[str, str], list[float]] = {}
-    for run in instance.get_runs():
+    for run in runs:
         for e in instance.all_logs(run.run_id):
             if e.dagster_event is not None and e.dagster_event.event_type_value in ("STEP_START", "STEP_SUCCESS"):
                 spans.setdefault((run.run_id, e.step_key), []).append(e.timestamp)
-    runs = {r for r, _ in spans}
-    assert len(runs) == 4  # two `corpus` observations, two graph runs; all succeeded
+    steps: dict[str, set[str]] = {}
+    for run_id, step in spans:
+        steps.setdefault(run_id, set()).add(step)
+    observations = [r for r, s in steps.items() if s == {"corpus"}]
+    graph_runs = [r for r, s in steps.items() if s != {"corpus"}]
+    assert len(observations) == 2 and 1 <= len(graph_runs) <= 2, steps
+    # They really ran at the same time: a step of one process's runs overlapped a step of the other's (the waiting
+    # step spans the other's writes). Runs of the same process never overlap, so any overlap is across processes.
     overlaps = [(k1, k2) for k1, (s1, e1) in spans.items() for k2, (s2, e2) in spans.items()
                 if k1[0] < k2[0] and s1 < e2 and s2 < e1]
-    assert overlaps
+    assert overlaps, spans
 
 
 def test_endpoint_dies_part_way_and_a_429_storm(base: Path, tmp_path: Path) -> None:
