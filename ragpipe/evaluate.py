@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import duckdb
 
-from ragpipe import store
+from ragpipe import judge, store
 from ragpipe.answer import Answer, load_answerer
 from ragpipe.embed import Embedder, load_embedder
 from ragpipe.golden import GoldenProblem, GoldenSetError, GoldenTest, check_quotes, load_golden
@@ -150,6 +150,13 @@ def retrieve_stage(
     return {"eval_run_id": run_id, "questions": len(tests), "mode": mode, "vector_index": vector_index, **m}
 
 
+def progress_line(what: str, done: int, total: int, elapsed_s: float, last: str = "") -> str:
+    """"answered 12/43 (neg_12): 61 s elapsed, about 2 min 30 s left" (the rate so far gives the estimate)."""
+    left = elapsed_s / done * (total - done) if done else 0.0
+    eta = f"{left / 60:.0f} min {left % 60:.0f} s" if left >= 60 else f"{left:.0f} s"
+    return f"{what} {done}/{total}{f' ({last})' if last else ''}: {elapsed_s:.0f} s elapsed, about {eta} left"
+
+
 def _latest(con: duckdb.DuckDBPyConnection, where: str) -> str:
     row = con.execute(f"SELECT eval_run_id FROM eval_runs WHERE {where} ORDER BY started_at DESC LIMIT 1").fetchone()
     if row is None:
@@ -178,7 +185,12 @@ def answer_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str
     answerer = load_answerer(settings.answerer)
     qids = sorted(questions)
     t0 = time.perf_counter()
-    answers: list[Answer] = answerer.answer_all([(questions[q], contexts[q]) for q in qids])
+    answers: list[Answer] = []
+    step = max(1, getattr(answerer, "progress_step", len(qids) or 1))
+    for i in range(0, len(qids), step):
+        answers += answerer.answer_all([(questions[q], contexts[q]) for q in qids[i : i + step]])
+        if len(answers) < len(qids):
+            log(progress_line("answered", len(answers), len(qids), time.perf_counter() - t0, qids[len(answers) - 1]))
     secs = time.perf_counter() - t0
     with transaction(con):
         con.execute("DELETE FROM answers WHERE eval_run_id = ?", [eval_run_id])
@@ -225,12 +237,21 @@ def verdict_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: st
         ids, status = anchors.get(t.question_id, ((), "missing"))
         ans = answers.get(t.question_id) or Answer("", 0.0, 0, 0, error="no answer recorded for this test")
         verdicts.append((t, decide(t, ids, status, retrieved.get(t.question_id, []), ans, settings.answerer.refusal_phrases, embedder_tag)))
+    replies = {}
+    if settings.judge.enabled:
+        replies = judge.settle(settings.judge, verdicts, {q: a.text for q, a in answers.items()})
+        if replies:
+            log(f"the judge ({settings.judge.openai.model}) ruled on {len(replies)} answer(s) the rules could not settle")
+    verdicts = [(t, replies[t.question_id][0] if t.question_id in replies else v) for t, v in verdicts]
     with transaction(con):
         con.execute("DELETE FROM verdicts WHERE eval_run_id = ?", [eval_run_id])
         con.executemany(
-            "INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
+            "INSERT INTO verdicts (eval_run_id, question_id, kind, verdict, reason, anchor_ids, anchor_retrieved, refused, "
+            "took_trap, matched_by, unverified, test_embedder_tag, judged_at, judge_reply) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?)",
             [[eval_run_id, v.question_id, v.kind, v.verdict, v.reason, list(v.anchor_ids), v.anchor_retrieved, v.refused,
-              v.took_trap, v.matched_by, v.unverified, t.embedder_tag] for t, v in verdicts],
+              v.took_trap, v.matched_by, v.unverified, t.embedder_tag, replies.get(t.question_id, (v, None))[1]]
+             for t, v in verdicts],
         )
         con.execute("UPDATE eval_runs SET verdict_run_id = ? WHERE eval_run_id = ?", [run_id, eval_run_id])
     counts = {k: sum(v.verdict == k for _, v in verdicts) for k in ("pass", "fail", "did_not_run", "error")}

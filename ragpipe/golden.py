@@ -127,6 +127,11 @@ def _objects(text: str, name: str, problems: list[GoldenProblem]) -> tuple[str, 
     return "jsonl", out
 
 
+def json_objects(text: str, name: str, problems: list[GoldenProblem]) -> list[tuple[int, Any]]:
+    """(line, value) of every object in a JSON Lines file or JSON array; malformed parts become problems."""
+    return [(_line_of(text, start), value) for start, _, value in _objects(text, name, problems)[1]]
+
+
 def is_refusal_text(answer: str, phrases: tuple[str, ...] = DEFAULT_REFUSALS) -> bool:
     norm = " ".join(answer.lower().replace("\u2019", "'").split())
     return any(p in norm for p in phrases)

@@ -1,4 +1,6 @@
-"""Answer matching: refusals, normalized exact/contains, and numeric or date equivalence ("$12.4M" = "12.4 million")."""
+"""Answer matching: normalized exact/contains, and equivalence of numbers ("$12.4M" = "12.4 million" = "twelve point
+four million"), quantities with units ("5 s" = "five seconds" = "5000 ms"), ordinals, versions ("v1.6" = "APT 1.6"),
+dates (written or ISO) and lists ("A and B" = "B, A")."""
 
 from __future__ import annotations
 
@@ -9,19 +11,43 @@ from dataclasses import dataclass
 
 _SCALE = {
     "k": 1e3, "thousand": 1e3,
-    "m": 1e6, "mm": 1e6, "mn": 1e6, "million": 1e6, "millions": 1e6,
+    "m": 1e6, "mn": 1e6, "million": 1e6, "millions": 1e6,
     "b": 1e9, "bn": 1e9, "billion": 1e9, "billions": 1e9,
 }
 _NUM = re.compile(
-    r"(?<![\w.])[$\u20ac\u00a3]?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?(%|percent\b|thousand\b|millions?\b|billions?\b|bn\b|mn\b|mm\b|[kmb]\b)?",
+    r"(?<![\w.])[$\u20ac\u00a3]?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?(%|percent\b|thousand\b|millions?\b|billions?\b|bn\b|mn\b|[kmb]\b)?",
     re.IGNORECASE,
 )
+# Units a value may carry, in a canonical name and a factor to it; "5 s" and "5000 ms" are the same quantity.
+_UNITS = {
+    "ms": ("s", 1e-3), "msec": ("s", 1e-3), "millisecond": ("s", 1e-3), "milliseconds": ("s", 1e-3),
+    "s": ("s", 1.0), "sec": ("s", 1.0), "secs": ("s", 1.0), "second": ("s", 1.0), "seconds": ("s", 1.0),
+    "min": ("s", 60.0), "mins": ("s", 60.0), "minute": ("s", 60.0), "minutes": ("s", 60.0),
+    "h": ("s", 3600.0), "hr": ("s", 3600.0), "hrs": ("s", 3600.0), "hour": ("s", 3600.0), "hours": ("s", 3600.0),
+    "day": ("s", 86400.0), "days": ("s", 86400.0), "week": ("s", 604800.0), "weeks": ("s", 604800.0),
+    "month": ("month", 1.0), "months": ("month", 1.0), "year": ("year", 1.0), "years": ("year", 1.0),
+    "b": ("byte", 1.0), "byte": ("byte", 1.0), "bytes": ("byte", 1.0), "kb": ("kb", 1.0), "kib": ("kib", 1.0),
+    "mb": ("mb", 1.0), "mib": ("mib", 1.0), "gb": ("gb", 1.0), "gib": ("gib", 1.0),
+    "hz": ("hz", 1.0), "khz": ("hz", 1e3), "mhz": ("hz", 1e6), "ghz": ("hz", 1e9),
+    "%": ("%", 1.0), "percent": ("%", 1.0), "per cent": ("%", 1.0),
+    "mm": ("m", 0.001), "millimeter": ("m", 0.001), "millimeters": ("m", 0.001), "millimetre": ("m", 0.001),
+    "millimetres": ("m", 0.001), "cm": ("m", 0.01), "centimeters": ("m", 0.01), "centimetres": ("m", 0.01),
+    "kilometers": ("m", 1000.0), "kilometres": ("m", 1000.0), "kilograms": ("kg", 1.0), "grams": ("kg", 1e-3), "meter": ("m", 1.0), "meters": ("m", 1.0),
+    "metre": ("m", 1.0), "metres": ("m", 1.0), "km": ("m", 1000.0), "kg": ("kg", 1.0), "g": ("kg", 1e-3),
+}
+_QTY = re.compile(
+    r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?(ms|msecs?|milliseconds?|secs?|seconds?|mins?|minutes?|hrs?|hours?|"
+    r"days?|weeks?|months?|years?|bytes?|kib|kb|mib|mb|gib|gb|%|per\s?cent|millimet(?:er|re)s?|centimet(?:er|re)s?|kilomet(?:er|re)s?|kilograms?|grams|mm|cm|km|kg|meters?|metres?|[kmg]?hz|[sh])?(?![\w])",
+    re.IGNORECASE,
+)
+_VERSION = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+){2,})(?![\w.]*\d)", re.IGNORECASE)
+_LARGE = re.compile(r"\b(million|billion|trillion)(s?)\b|(?<=\d)(\s+)(thousand)(s?)\b", re.IGNORECASE)
 _MONTHS = {m: i for i, m in enumerate(["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], 1)}
 _MON = r"\b(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
 _DATE_PATTERNS = [
     (re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"), ("y", "m", "d")),
     (re.compile(_MON + r"\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b", re.IGNORECASE), ("M", "d", "y")),
-    (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+" + _MON + r",?\s+(\d{4})\b", re.IGNORECASE), ("d", "M", "y")),
+    (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MON + r",?\s+(\d{4})\b", re.IGNORECASE), ("d", "M", "y")),
 ]
 
 
@@ -33,6 +59,33 @@ def normalize_text(text: str) -> str:
     t = re.sub(r"[\"'`*_()\[\]{}]", " ", t)
     t = re.sub(r"(?<!\d)[.,;:!?](?!\d)", " ", t)
     return " ".join(t.split())
+
+
+_ISO_MONTH = re.compile(r"\b(\d{4})-(\d{2})\b(?!-\d)")
+_MONTH_YEAR = re.compile(_MON + r",?\s+(?:of\s+)?(\d{4})\b", re.IGNORECASE)
+
+
+def months(text: str) -> list[tuple[int, int]]:
+    """(year, month) of every date and of every "December 2022" in the text."""
+    out = [(d.year, d.month) for d in dates(text)]
+    out += [(int(m.group(2)), _MONTHS[m.group(1).lower()[:3]]) for m in _MONTH_YEAR.finditer(text)]
+    out += [(int(m.group(1)), int(m.group(2))) for m in _ISO_MONTH.finditer(text) if 1 <= int(m.group(2)) <= 12]
+    return out
+
+
+def digits(text: str) -> str:
+    """Numbers written in words as digits ("twenty-five" -> "25", "five seconds" -> "5 seconds", "second" -> "2nd",
+    "forty-eight point seven million" -> "48.7 million"), with text2num; "million"/"billion" stay words."""
+    from text_to_num import alpha2digit
+
+    protected = _LARGE.sub(lambda m: f"scaleword{m.group(1).lower()}{m.group(2)}" if m.group(1)
+                           else f"{m.group(3)}scaleword{m.group(4).lower()}{m.group(5)}", text)
+    out = alpha2digit(protected, "en", threshold=0)
+    out = re.sub(r"scaleword(million|billion|trillion|thousand)", r"\1", out)
+    # "one second" comes back as "1 2nd": after a number, "2nd" was the unit
+    out = re.sub(r"(\d)\s+2nd\b", r"\1 second", out)
+    out = re.sub(r"\b(\d+)\s+and\s+a\s+half\b", lambda m: f"{m.group(1)}.5", out)
+    return re.sub(r"\bhalf\s+an?\s+(million|billion|hour|minute|day|year)\b", r"0.5 \1", out)
 
 
 def numbers(text: str) -> list[float]:
@@ -60,9 +113,26 @@ def dates(text: str) -> list[dt.date]:
     return out
 
 
-def is_refusal(answer: str, phrases: tuple[str, ...]) -> bool:
-    norm = normalize_text(answer)
-    return any(normalize_text(p) in norm for p in phrases)
+def quantities(text: str) -> list[tuple[float, float, str]]:
+    """(as written, in the canonical unit, the unit or ""): "5 s", "5 seconds" give (5, 5, "s"), "5000 ms" (5000, 5, "s")."""
+    out = []
+    for m in _QTY.finditer(text):
+        raw = float(m.group(1).replace(",", "") + (m.group(2) or ""))
+        unit, factor = _UNITS.get(re.sub(r"\s+", " ", (m.group(3) or "").lower()), ("", 1.0))
+        out.append((raw, round(raw * factor, 9), unit))
+    return out
+
+
+def versions(text: str) -> list[str]:
+    """Dotted versions with three or more parts ("v2.3.1" -> "2.3.1"): compared as strings, never as numbers."""
+    return [m.group(1) for m in _VERSION.finditer(text)]
+
+
+def is_refusal(answer: str, phrases: tuple[str, ...] = ()) -> bool:
+    """Does the answer decline to answer from the source? (ragpipe.refusal holds the grammar.)"""
+    from ragpipe.refusal import is_refusal as refusal
+
+    return refusal(answer, phrases)
 
 
 @dataclass(frozen=True)
@@ -71,21 +141,70 @@ class Match:
     how: str  # exact | contains | numeric | date | "" when not matched
 
 
+def _same(x: float, y: float) -> bool:
+    return abs(x - y) <= 1e-9 * max(1.0, abs(x))
+
+
+def _canonical(text: str) -> str:
+    """Digits for number words, "v1.6" as "1.6", "0..100" as "0 to 100": the form every comparison below reads."""
+    out = re.sub(r"(?<![\w.])v(?=\d)", "", digits(text), flags=re.IGNORECASE)
+    return re.sub(r"(?<=\d)\s*\.\.\.?\s*(?=\d)", " to ", out)
+
+
+def _compact(text: str) -> str:
+    """Hyphens and spaces inside names dropped: "UTF-8" = "utf8", "HR-400" = "HR 400"."""
+    return re.sub(r"(?<=[a-z0-9])-(?=[a-z0-9])|(?<=[a-z])\s(?=\d)", "", text)
+
+
+def _contains(a: str, e: str) -> bool:
+    return re.search(r"(?<!\w)" + re.escape(e) + r"(?!\w)", a) is not None
+
+
+def _list_items(expected: str) -> list[str]:
+    items = [normalize_text(x) for x in re.split(r",|;|\band\b|\bor\b|&|/", expected)]
+    return [x for x in items if x]
+
+
 def answer_matches(answer: str, expected: str) -> Match:
-    """Does `answer` state `expected`? Tries exact, contains, then numeric and date equivalence."""
+    """Does `answer` state `expected`? Tries exact, contains, dates, numbers with their units, then list items."""
     a, e = normalize_text(answer), normalize_text(expected)
     if not e:
         return Match(False, "")
     if a == e:
         return Match(True, "exact")
-    if re.search(r"(?<!\w)" + re.escape(e) + r"(?!\w)", a):
+    if _contains(a, e):
         return Match(True, "contains")
-    exp_dates = dates(expected)
-    if exp_dates and set(exp_dates) <= set(dates(answer)):
-        return Match(True, "date")
-    exp_nums = numbers(expected)
-    if exp_nums and not exp_dates:
-        got = numbers(answer)
-        if all(any(abs(x - y) <= 1e-9 * max(1.0, abs(x)) for y in got) for x in exp_nums):
-            return Match(True, "numeric")
+    answer_c, expected_c = _canonical(answer), _canonical(expected)
+    ca, ce = normalize_text(answer_c), normalize_text(expected_c)
+    if ce and (_contains(ca, ce) or _contains(_compact(ca), _compact(ce))):
+        return Match(True, "contains")
+    exp_dates = dates(expected_c)
+    if exp_dates:
+        return Match(True, "date") if set(exp_dates) <= set(dates(answer_c)) else Match(False, "")
+    exp_months = months(expected_c)
+    if exp_months:
+        return Match(True, "date") if set(exp_months) <= set(months(answer_c)) else Match(False, "")
+    exp_versions = versions(expected_c)
+    if exp_versions and not set(exp_versions) <= set(versions(answer_c)):
+        return Match(False, "")
+    if _numeric_match(answer_c, expected_c):
+        return Match(True, "numeric")
+    items = _list_items(expected_c)
+    if len(items) > 1 and all(_contains(ca, x) or _numeric_match(answer_c, x) for x in items):
+        return Match(True, "list")
     return Match(False, "")
+
+
+def _numeric_match(answer: str, expected: str) -> bool:
+    """Every number of `expected` is in `answer`: with a unit, as the same quantity in any unit of its kind ("5 s" =
+    "5000 ms", never "5 minutes") or bare; without one, as the same value with scale words applied ("$12.4M")."""
+    exp_nums = numbers(expected)
+    if not exp_nums:
+        return False
+    got, got_q = numbers(answer), quantities(answer)
+    with_unit = [(raw, value, unit) for raw, value, unit in quantities(expected) if unit and unit != "%"]
+    for raw, value, unit in with_unit:
+        if not any((u == unit and _same(value, v)) or (u == "" and _same(raw, r)) for r, v, u in got_q):
+            return False
+    plain = [x for x in exp_nums if not any(_same(x, raw) for raw, _, _ in with_unit)]
+    return all(any(_same(x, y) for y in got) for x in plain)

@@ -19,6 +19,7 @@ class Row:
     unverified: bool
     test_embedder_tag: str | None
     question: str
+    matched_by: str | None = None  # how a pass was decided: refusal, refusal_citing_trap, judge, contains, numeric, ...
 
 
 @dataclass
@@ -53,7 +54,7 @@ def load_summary(con: duckdb.DuckDBPyConnection) -> EvalSummary | None:
     rows = [
         Row(*r)
         for r in con.execute(
-            "SELECT v.question_id, v.kind, v.verdict, v.reason, v.unverified, v.test_embedder_tag, g.question "
+            "SELECT v.question_id, v.kind, v.verdict, v.reason, v.unverified, v.test_embedder_tag, g.question, v.matched_by "
             "FROM verdicts v LEFT JOIN golden_tests g USING (question_id) WHERE v.eval_run_id = ? ORDER BY v.question_id",
             [run[0]],
         ).fetchall()
@@ -78,6 +79,14 @@ SECTIONS = (
 )
 
 
+PASSING_NEGATIVES = "PASSING NEGATIVES, AND WHY"
+
+
+def passing_negatives(s: EvalSummary) -> list[Row]:
+    """Negatives that passed, each with how (refusal, refusal_citing_trap, judge): what a reviewer audits."""
+    return [r for r in s.rows if r.kind == "negative" and r.verdict == "pass"]
+
+
 def _reason(r: Row, s: EvalSummary, title: str) -> str:
     if title.startswith("UNVERIFIED"):
         return f"validated under {r.test_embedder_tag or 'no embedder'}, current is {s.embedder_tag}"
@@ -98,6 +107,10 @@ def render_text(s: EvalSummary, block: tuple[str, ...]) -> str:
         if chosen:
             lines.append(f"\n{title} ({len(chosen)})")
             lines += [f"  {r.question_id:<10} {_reason(r, s, title)}" for r in chosen]
+    passed = passing_negatives(s)
+    if passed:
+        lines.append(f"\n{PASSING_NEGATIVES} ({len(passed)})")
+        lines += [f"  {r.question_id:<10} [{r.matched_by or '?'}] {r.reason}" for r in passed]
     moved = [c for c in s.stamp_changes if c[2] in ("moved", "split", "missing", "no_quote")]
     if moved:
         lines.append(f"\nSTAMPS MOVED ({len(moved)})")
@@ -126,6 +139,10 @@ def render_markdown(s: EvalSummary, block: tuple[str, ...]) -> str:
         if chosen:
             out += ["", f"### {title} ({len(chosen)})", "", "| test | reason |", "|---|---|"]
             out += [f"| `{r.question_id}` | {_reason(r, s, title).replace('|', '/')} |" for r in chosen]
+    passed = passing_negatives(s)
+    if passed:
+        out += ["", f"### {PASSING_NEGATIVES} ({len(passed)})", "", "| test | matched_by | reason |", "|---|---|---|"]
+        out += [f"| `{r.question_id}` | {r.matched_by or ''} | {r.reason.replace('|', '/')} |" for r in passed]
     moved = [c for c in s.stamp_changes if c[2] in ("moved", "split", "missing", "no_quote")]
     if moved:
         out += ["", f"### STAMPS MOVED ({len(moved)})", "", "| test | anchor | status | detail |", "|---|---|---|---|"]
@@ -145,6 +162,9 @@ def render_junit(s: EvalSummary) -> str:
     )
     for r in s.rows:
         case = ET.SubElement(suite, "testcase", classname=f"ragpipe.{r.kind}", name=r.question_id)
+        if r.verdict == "pass" and r.matched_by:
+            props = ET.SubElement(case, "properties")
+            ET.SubElement(props, "property", name="matched_by", value=r.matched_by)
         if r.verdict == "fail":
             ET.SubElement(case, "failure", message=r.reason).text = r.question
         elif r.verdict == "error":

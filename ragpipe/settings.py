@@ -24,7 +24,7 @@ IMPL_VERSIONS = {
     "golden": "1",
     "retriever": "1",
     "answerer": "1",
-    "verdict": "1",
+    "verdict": "2",  # 2: refusal grammar, trap cited vs taken, number words and units (ragpipe.refusal, ragpipe.match)
 }
 
 # The settings sections each stage's code version hashes (a stage sees only its own settings).
@@ -40,7 +40,7 @@ STAGE_SECTIONS = {
     "golden": ("golden",),
     "retriever": ("retriever",),
     "answerer": ("answerer",),
-    "verdict": ("gate",),
+    "verdict": ("gate", "judge"),  # with a judge enabled, its prompt version is part of the code version too
 }
 
 
@@ -116,23 +116,20 @@ class AnswererSettings:
     kind: str = "extractive"  # extractive | smollm2 | openai
     refusal_phrase: str = "not in documents"
     min_support: float = 0.5
-    refusal_phrases: tuple[str, ...] = (
-        "not in documents",
-        "not in the documents",
-        "no information",
-        "cannot find",
-        "can't find",
-        "could not find",
-        "does not contain",
-        "do not contain",
-        "not mentioned",
-        "not provided",
-        "i don't know",
-        "i do not know",
-        "unable to answer",
-        "no answer",
-    )
+    # Phrases that count as a refusal besides the grammar of ragpipe.refusal (a house style: "N/A - see ticket").
+    refusal_phrases: tuple[str, ...] = ()
     openai: OpenAISettings = field(default_factory=OpenAISettings)
+
+
+JUDGE_PROMPT_VERSION = "1"  # ragpipe.judge.PROMPT; bump with any change to it: verdicts become stale
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """An optional LLM judge for the answers the rules cannot settle (an OpenAI-compatible endpoint)."""
+
+    enabled: bool = False
+    openai: OpenAISettings = field(default_factory=lambda: OpenAISettings(max_tokens=200, concurrency=2))
 
 
 @dataclass(frozen=True)
@@ -168,6 +165,7 @@ class Settings:
     golden: GoldenSettings = field(default_factory=GoldenSettings)
     retriever: RetrieverSettings = field(default_factory=RetrieverSettings)
     answerer: AnswererSettings = field(default_factory=AnswererSettings)
+    judge: JudgeSettings = field(default_factory=JudgeSettings)
     gate: GateSettings = field(default_factory=GateSettings)
     automation: AutomationSettings = field(default_factory=AutomationSettings)
     scale: ScaleSettings = field(default_factory=ScaleSettings)
@@ -201,7 +199,8 @@ class Settings:
         return digest[:10]
 
     def code_version(self, stage: str) -> str:
-        return f"v{IMPL_VERSIONS[stage]}-{self.stage_hash(stage)}"
+        judge = f"-judge{JUDGE_PROMPT_VERSION}" if stage == "verdict" and self.judge.enabled else ""
+        return f"v{IMPL_VERSIONS[stage]}-{self.stage_hash(stage)}{judge}"
 
     @property
     def chunker_tag(self) -> str:
@@ -306,7 +305,7 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
 
 def settings_from_dict(raw: dict[str, Any], source: Path) -> Settings:
     root = source.parent
-    allowed = {"warehouse", "corpus", "parser", "chunker", "embedder", "golden", "retriever", "answerer", "gate", "automation", "scale", "niah"}
+    allowed = {"warehouse", "corpus", "parser", "chunker", "embedder", "golden", "retriever", "answerer", "judge", "gate", "automation", "scale", "niah"}
     unknown = sorted(set(raw) - allowed)
     if unknown:
         raise SettingsError(f"{source}: unknown section(s) {unknown}; allowed: {sorted(allowed)}")
@@ -370,6 +369,7 @@ def settings_from_dict(raw: dict[str, Any], source: Path) -> Settings:
         golden=golden,
         retriever=_build(RetrieverSettings, raw.get("retriever", {}), "retriever", source),
         answerer=_build(AnswererSettings, raw.get("answerer", {}), "answerer", source),
+        judge=_build(JudgeSettings, raw.get("judge", {}), "judge", source),
         gate=_build(GateSettings, raw.get("gate", {}), "gate", source),
         automation=_build(AutomationSettings, raw.get("automation", {}), "automation", source),
         scale=_build(ScaleSettings, raw.get("scale", {}), "scale", source),

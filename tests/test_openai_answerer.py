@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-import ragpipe.answer as answer_mod
+import ragpipe.openai_client as client_mod
 from ragpipe.answer import Answer, OpenAIAnswerer, build_prompt
 from ragpipe.golden import GoldenTest
 from ragpipe.settings import AnswererSettings, OpenAISettings
@@ -186,7 +186,7 @@ def test_http_error_bodies_are_closed(answerer: OpenAIAnswerer, monkeypatch: pyt
             seen.append(exc)
             raise
 
-    monkeypatch.setattr(answer_mod.urllib.request, "urlopen", spy)
+    monkeypatch.setattr(client_mod.urllib.request, "urlopen", spy)
     assert_error(answerer.answer(q("[[500]]"), CONTEXT_WITH_ANSWER), "HTTP 500")
     assert len(seen) == 3
     assert all(exc.fp is None or exc.fp.closed for exc in seen), "HTTP error responses left open"

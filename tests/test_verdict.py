@@ -98,7 +98,7 @@ def test_negative_refusal_passes(answer: str) -> None:
 @pytest.mark.parametrize(
     "answer",
     ["$48.7 million", "Revenue was $48.7M.", "48.7 million dollars", "It was 48,700,000.",
-     "Not in documents, but Q3 2023 was $48.7 million."],
+     "Not in documents, but it was $48.7 million.", "The documents don't say. Revenue was $48.7 million."],
 )
 def test_negative_stating_the_trap_fails_as_took_the_trap(answer: str) -> None:
     v = _decide(_neg(), answer, ["ch_trap"])

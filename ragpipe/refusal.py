@@ -1,0 +1,208 @@
+"""Reading a model's answer the way a careful grader does: does it refuse, and does it also answer anyway?
+
+Deterministic and offline. An answer is split into clauses (sentences, and the parts around "but", "however",
+"though", semicolons and dashes); each clause is read as one of
+
+- **refusal**: it says the source does not hold the answer. The grammar (docs/verdicts.md lists it with examples):
+  a negation and a verb of saying, containing or finding with a source noun or a first-person subject, in either
+  order ("the documents don't say", "I couldn't find that in the context", "nothing in the provided passages
+  mentions"); "no information / mention / data about ..."; a passive "not stated / specified / mentioned / covered";
+  "I can't answer / determine that"; "unknown", "I don't know", "not available", "unanswerable"; an apology with a
+  negation ("I'm sorry, but I don't have that"); plus any `[answerer].refusal_phrases`.
+- **hedge**: it offers something as the likely answer ("probably", "likely", "my best guess", "I'd assume",
+  "it may be") without pointing at the source;
+- **citation**: it reports what the source does say ("the report only gives ...", "according to ...",
+  "the closest figure is ...", "instead, it lists ...");
+- **statement**: anything else.
+
+The verdict rule (ragpipe.verdict) decides from these readings where the values of an answer stand.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+_CONTRACTIONS = [
+    (r"\bcan'?t\b", "can not"), (r"\bcannot\b", "can not"), (r"\bwon'?t\b", "will not"), (r"\bshan'?t\b", "shall not"),
+    (r"\b(\w+)n't\b", r"\1 not"), (r"\bi'm\b", "i am"), (r"\bi'd\b", "i would"), (r"\bi've\b", "i have"),
+    (r"\bit's\b", "it is"), (r"\bthat's\b", "that is"), (r"\bthere's\b", "there is"), (r"\bwhat's\b", "what is"),
+    (r"\b(\w+)'re\b", r"\1 are"), (r"\b(\w+)'ll\b", r"\1 will"),
+]
+
+_NEG = r"(?:not|no|never|nothing|none|neither|nor|without)"
+# Verbs of saying, containing, finding or knowing (any inflection: matched by stem).
+_VERB = (r"(?:say|said|stat|mention|contain|includ|provid|giv|gave|specif|list|cover|discuss|address|describ|indicat|"
+         r"report|find|found|see|seen|saw|locat|show|offer|referenc|detail|answer|know|knew|determin|tell|told|identif|"
+         r"appear|disclos|document|confirm|suppl|present|reveal|spell|record|note|clarif|hav|has|had|includ|explain|"
+         r"establish|pin|narrow|extract|infer|deduc|mak|made|defin|shar|publish|cit|break|broke|get|come|support|"
+         r"verif|ascertain|speak|spoke|touch|go|went|reach|retriev|access|outlin|quot|refer|match|fit|pertain|relat)\w*")
+# Nouns for where the answer would come from, and subjects that stand for the answerer.
+_SOURCE = (r"(?:documents?|docs?|documentation|context|texts?|passages?|excerpts?|sources?|materials?|information|"
+           r"info|provided|given|retrieved|supplied|available|reports?|files?|corpus|records?|data|pages?|manuals?|"
+           r"snippets?|chunks?|sections?|content|references?|notes?|filings?|statements?|releases?|above|here|"
+           r"knowledge|evidence|details?|input|guide|changelog|readme|policy|policies|contracts?|agreements?|"
+           r"announcements?|articles?|they|it|this|these|there|that)")
+_ME = r"(?:i|we)"
+_PASSIVE = (r"stated|specified|mentioned|covered|given|provided|available|included|listed|found|disclosed|reported|"
+            r"documented|indicated|addressed|present|contained|described|discussed|defined|shown|known|explained|"
+            r"detailed|recorded|published|answered|answerable|named|identified|quoted|cited|noted|supplied|offered")
+_WINDOW = r"(?:\W+\w+){0,12}?\W+"
+
+_REFUSAL_RULES = [
+    # negation + verb of saying/containing/finding, with a source noun or "I/we" before or after (either order)
+    rf"\b(?:{_SOURCE}|{_ME})\b{_WINDOW}?{_NEG}\b(?:\W+\w+){{0,4}}?\W+{_VERB}\b",
+    rf"\b{_NEG}\b(?:\W+\w+){{0,4}}?\W+{_VERB}\b{_WINDOW}(?:{_SOURCE})\b",
+    r"\b(?:do|does|did)\s+not\s+(?:\w+\s+)?(?:say|state|mention|specify|list|give|provide|cover|discuss|address|"
+    r"describe|indicate|report|detail|document|disclose|include|contain|spell|define|name|identify|reveal|offer|"
+    r"show|break|quote|cite|record|publish|explain|set|assign|establish|fix|prescribe|recommend)\b",
+    r"\b(?:i|we)\s+(?:\w+\s+)?(?:have|has|had|got|hold|see|find|found|saw)\s+(?:nothing|no\s+\w+)|"
+    r"\bnothing\s+(?:on|about|regarding|for|concerning|specific|relevant|that)\b",
+    rf"\b(?:nothing|none|no\s+(?:part|one|passage|document|section|source|excerpt|chunk))\b(?:\W+\w+){{0,6}}?\W+{_VERB}\b",
+    # "no information / mention / data / details / figure about ..."
+    r"\b(?:no|not\s+any|not\s+enough|insufficient|lack\s+of|lacks?|without)\s+(?:\w+\s+){0,2}?(?:information|info|mention|"
+    r"data|details?|figures?|numbers?|records?|reference|indication|specifics|evidence|answer|statement|word|context|"
+    r"disclosure|value|date|version|entry|entries|listing|datasheet|documentation|coverage|note|notes|section)\b",
+    # "there is no X ... in the documents"
+    rf"\bthere\s+(?:is|are|was|were)\s+no\b(?:\W+\w+){{0,10}}?\W+(?:in|among|within|across)\s+(?:\w+\s+)?{_SOURCE}\b",
+    # passive: "not stated / specified / mentioned / covered / given ...", and "no X is given"
+    rf"\b(?:not|never|nowhere)\s+(?:\w+\s+){{0,2}}?(?:{_PASSIVE}|possible\s+to\s+(?:say|tell|determine|answer)|clear|"
+    r"in\s+(?:the|any|these|those|this)\b)",
+    rf"\bno\b(?:\W+\w+){{1,5}}?\W+(?:is|are|was|were|has\s+been|have\s+been|gets?|got)\s+(?:\w+\s+)?(?:{_PASSIVE})\b",
+    # "I can't answer / determine / tell that", "unable to ...", "not able to ..."
+    r"\b(?:can\s+not|could\s+not|unable\s+to|not\s+able\s+to|no\s+way\s+to|impossible\s+to)\s+(?:\w+\s+){0,2}?"
+    r"(?:answer|determine|tell|say|find|locate|confirm|provide|give|identify|verify|know|infer|pinpoint|specify|state|"
+    r"recommend|suggest|offer|supply|pin|work|figure|derive|extract|report|quote|cite|name)",
+    # "unknown", "I don't know", "unanswerable", "outside / beyond the scope", "n/a"
+    r"\b(?:unknown|unanswerable|undetermined|unspecified|unstated|undisclosed|not\s+known|do\s+not\s+know|"
+    r"does\s+not\s+know|did\s+not\s+know|no\s+idea|not\s+sure|not\s+certain|(?:outside|beyond)\s+(?:of\s+)?(?:the\s+)?"
+    r"(?:scope|provided|given)|not\s+in\s+(?:the\s+|any\s+|these\s+|my\s+)?(?:documents?|docs|context|sources?|"
+    r"text|passages?|materials?|data|information)|n/a|not\s+applicable|null|none\s+given|cannot\s+be\s+answered)\b",
+]
+_REFUSAL = [re.compile(r) for r in _REFUSAL_RULES]
+_APOLOGY = re.compile(r"\b(?:sorry|apologi[sz]e|apologies|unfortunately|regrettably|afraid)\b")
+_NEGATION = re.compile(rf"\b{_NEG}\b")
+
+_HEDGE = re.compile(
+    r"\b(?:probably|likely|presumably|perhaps|possibly|maybe|plausibl[ey]|conceivabl[ey]|supposedly|apparently|"
+    r"my\s+(?:best\s+)?guess|best\s+guess|i\s+would\s+(?:guess|assume|say|estimate|expect|think|go\s+with)|"
+    r"i\s+(?:think|believe|suspect|assume|expect|estimate|imagine|reckon|guess)|"
+    r"(?:may|might|could|would)\s+(?:well\s+)?(?:be|have\s+been)|(?:it\s+)?(?:seems|appears)\s+(?:to\s+be|that|like)|"
+    r"roughly|approximately|an?\s+(?:rough\s+)?estimate|extrapolat\w*|in\s+the\s+(?:range|ballpark|region)\s+of|"
+    r"if\s+i\s+had\s+to|if\s+(?:it|this|that|you|we|they)\s+(?:is|was|were|are|mean|meant|refer)|assuming|"
+    r"close\s+to)\b"
+)
+# Answering anyway after a refusal: a verdict or an inference ("That said, the answer is 100", "since HTTPX needs it,
+# httpcore needs 3.9 as well"). The strong ones count in any clause beside a refusal; the weak ones where a value is.
+_ANSWERS_ANYWAY = re.compile(
+    r"\b(?:that\s+said|the\s+answer\s+(?:is|would\s+be|should\s+be)|therefore|thus|hence|which\s+means|"
+    r"i\s+would\s+go\s+with|(?:you|one)\s+(?:should|can|could)\s+(?:use|assume|expect|go\s+with)|"
+    r"so\s+(?:it|the\s+answer|that)\s+(?:is|was|would\s+be))\b"
+)
+_INFERS = re.compile(
+    r"\b(?:based\s+on|since|because|given\s+that|in\s+practice|typically|usually|generally|by\s+analogy|"
+    r"same\s+as|as\s+well|too|also|like\s+(?:for|the|in))\b"
+)
+_CITATION = re.compile(
+    r"\b(?:according\s+to|only|closest|nearest|nearby|the\s+(?:documents?|docs|context|"
+    r"text|passages?|report|sources?|excerpts?|materials?|filings?|data|page|section)\s+(?:\w+\s+){0,3}?"
+    r"(?:says?|states?|mentions?|reports?|gives?|lists?|shows?|refers?|describes?|covers?|provides?|contains?|"
+    r"includes?|discusses?|has|have|notes?|gives?|records?)|(?:says?|states?|mentions?|reports?|lists?|shows?|"
+    r"refers?|describes?|covers?|notes?|records?)\s+(?:that|a|an|the|only)|(?:what|all)\s+(?:it|they|the\s+\w+)\s+"
+    r"(?:do(?:es)?\s+)?(?:say|says|give|gives|show|shows|mention|mentions)|(?:is|was|are|were)\s+for\s+(?:the\s+)?"
+    r"(?:a\s+)?(?:different|another|other|\w+\s+(?:quarter|year|version|release|period))|refers?\s+to|relates?\s+to|"
+    r"which\s+is\s+(?:for|about|from)|mentioned|cited|quoted|listed|reported|stated|given\s+(?:for|in|only)|"
+    r"from\s+(?:the|a)\s+(?:\w+\s+){0,2}?(?:report|document|filing|section|policy|contract|release|page|version)|"
+    r"in\s+(?:the|a|these|this)\s+(?:\w+\s+){0,2}?(?:report|document|filing|section|policy|contract|release|page|version|"
+    r"quarter|year|context|passage|text|source|excerpt|material|snippet|chunk)s?|that\s+(?:figure|number|value|date)\s+(?:is|was)|(?:do|does)\s+(?:say|mention|give|show|report|list)|"
+    r"different|another|previous|prior|earlier|later|superseded|older|newer|other|for\s+reference|latest|most\s+recent|"
+    r"i\s+(?:can|could|did)\s+(?:find|see|locate)|(?:covered|described|documented|named|shown|found|given|provided|"
+    r"available|included|present)\s+(?:in|by)\s+(?:the|these|this|those)|documented|on\s+record)\b"
+)
+_SPLIT = re.compile(
+    r"(?<=[.!?])\s+|(?<=[.!?])$|\n+|;\s*|\s*\u2014\s*|\s+[\u2013-]{1,2}\s+|"
+    r",?\s+(?=\b(?:but|however|though|although|whereas|nevertheless)\b)|"
+    r",\s+(?=\b(?:so|which\s+means|that\s+means|therefore|thus|hence|and\s+so)\b)"
+)
+
+
+def prepare(text: str) -> str:
+    """Lower-case, straight quotes, contractions expanded, markup and JSON punctuation turned into spaces."""
+    t = unicodedata.normalize("NFKC", text).lower()
+    t = t.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
+    t = re.sub(r"[`*_#>|{}\[\]\"]", " ", t)
+    for pattern, repl in _CONTRACTIONS:
+        t = re.sub(pattern, repl, t)
+    return re.sub(r"[ \t]+", " ", t)
+
+
+def clauses(text: str) -> list[str]:
+    """The answer in clauses: sentences, and the parts around but/however/though, semicolons and dashes."""
+    # a line break inside a sentence is a soft wrap; one after punctuation or before a list item or row ends a clause
+    text = re.sub(r"(?<=[^\s.!?:;|])[ \t]*\n(?![ \t]*(?:[-*+\u2022#|>]|\d+[.)]\s|\n))", " ", text)
+    t = re.sub(r"(?<=\d)\.(?=\d)", "\u2024", prepare(text))  # keep decimals and versions whole
+    parts = [p.replace("\u2024", ".").strip(" ,.:") for p in _SPLIT.split(t) if p]
+    return [p for p in parts if p and re.search(r"\w", p)]
+
+
+_CONDITION = re.compile(r"^(?:and\s+|but\s+)?(?:if|when|whenever|unless|where|once)\b")
+
+
+def refuses(clause: str, phrases: tuple[str, ...] = ()) -> bool:
+    """Does this clause (prepared text) say that the source does not hold the answer? A condition ("if no encoding
+    declaration is found, ...") is not a refusal."""
+    if any(p and p in clause for p in (prepare(x).strip() for x in phrases)):
+        return True
+    if _CONDITION.search(clause):
+        return False
+    if _APOLOGY.search(clause) and _NEGATION.search(clause):
+        return True
+    return any(r.search(clause) for r in _REFUSAL)
+
+
+def hedges(clause: str) -> bool:
+    return _HEDGE.search(clause) is not None
+
+
+def cites(clause: str) -> bool:
+    return _CITATION.search(clause) is not None
+
+
+def hedge_leads(clause: str) -> bool:
+    """A hedge before any citation ("it was probably close to the $48.7M reported") proposes a value; a citation
+    first ("they only say it will likely be removed in 1.0") reports what the source says."""
+    h, c = _HEDGE.search(clause), _CITATION.search(clause)
+    return h is not None and (c is None or h.start() < c.start())
+
+
+@dataclass(frozen=True)
+class Reading:
+    clause: str
+    refusal: bool
+    hedge: bool  # offers something as the likely answer
+    citation: bool  # reports what the source says
+    answers_anyway: bool = False  # a verdict or conclusion of the answerer's own ("that said, the answer is")
+    infers: bool = False  # reasons its way to a value ("since", "typically", "as well")
+
+
+_ANAPHOR = re.compile(r"^(?:and\s+)?(?:it|they|this|that|which|whose|its|their|these|those|he|she|both|each)\b")
+
+
+def read_answer(answer: str, phrases: tuple[str, ...] = ()) -> list[Reading]:
+    """Every clause of the answer with what it does. A clause that opens with a pronoun continues the previous
+    one's citation ("The only agreement is with Nordmark; it gets 22% off list")."""
+    out: list[Reading] = []
+    for c in clauses(answer):
+        hedge = hedge_leads(c)
+        anyway = _ANSWERS_ANYWAY.search(c) is not None
+        refusal = refuses(c, phrases)
+        continues = bool(out and out[-1].citation and not out[-1].refusal and _ANAPHOR.search(c))
+        citation = (cites(c) or continues) and not hedge and not anyway
+        out.append(Reading(c, refusal, hedge, citation, anyway, _INFERS.search(c) is not None))
+    return out
+
+
+def is_refusal(answer: str, phrases: tuple[str, ...] = ()) -> bool:
+    """Does any clause of the answer refuse? (Whether it also answers anyway is the verdict's question.)"""
+    return any(r.refusal for r in read_answer(answer, phrases))

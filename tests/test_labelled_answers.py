@@ -1,0 +1,73 @@
+"""The verdict rule against hand-labelled answers written the way hosted and local LLMs write them.
+
+tests/fixtures/answers/: answers to the bundled golden set (bundled_labelled.jsonl), to 30 tests over
+../shared/data/realdocs (realdocs_golden.jsonl, realdocs_labelled.jsonl), and a set written after the rule, in other
+voices, for both golden sets (heldout_labelled.jsonl). Each answer is labelled pass or fail by its author, with the
+anchor assumed retrieved; answers whose label a careful grader could dispute are marked ambiguous and left out.
+Targets: no false pass at all, at most 1 % false fails.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ragpipe.answer import Answer
+from ragpipe.golden import GoldenTest
+from ragpipe.verdict import decide
+
+from conftest import EXAMPLES
+
+FIXTURES = Path(__file__).parent / "fixtures" / "answers"
+SETS = ("bundled_labelled.jsonl", "realdocs_labelled.jsonl", "heldout_labelled.jsonl")
+
+
+def _tests(path: Path) -> dict[str, GoldenTest]:
+    out = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            o = json.loads(line)
+            out[o["question_id"]] = GoldenTest(
+                o["question_id"], o["question"], o["expected_answer"], o["kind"], 0, ["anchor"],
+                o.get("trap_quote") or o.get("evidence_quote"), o.get("trap_source") or o.get("evidence_source"),
+                o.get("trap_value"), "tag", "2026-01-01")
+    return out
+
+
+TESTS = {**_tests(EXAMPLES / "golden.jsonl"), **_tests(FIXTURES / "realdocs_golden.jsonl")}
+
+
+def labelled(name: str) -> list[dict]:
+    return [json.loads(line) for line in (FIXTURES / name).read_text().splitlines() if line.strip()]
+
+
+def verdict_of(row: dict) -> str:
+    v = decide(TESTS[row["question_id"]], ("anchor",), "unchanged", ["anchor"], Answer(row["answer"], 0, 0, 0), (), "tag")
+    assert v.anchor_retrieved and v.verdict in ("pass", "fail"), v
+    return v.verdict
+
+
+def test_the_labelled_set_is_what_it_claims() -> None:
+    rows = [r for name in SETS for r in labelled(name)]
+    assert len(rows) >= 300
+    assert {r["label"] for r in rows} == {"pass", "fail"}
+    assert all(r["question_id"] in TESTS for r in rows)
+    styles = Counter(r["style"] for r in rows)
+    assert len([s for s, n in styles.items() if n >= 5]) >= 8, styles
+    # every test of both golden sets has answers of both labels
+    for qid in TESTS:
+        assert {r["label"] for r in rows if r["question_id"] == qid} == {"pass", "fail"}, qid
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_no_false_pass_and_at_most_one_percent_false_fails(name: str) -> None:
+    rows = [r for r in labelled(name) if not r.get("ambiguous")]
+    wrong = [(r["label"], verdict_of(r), r["question_id"], r["answer"]) for r in rows]
+    wrong = [w for w in wrong if w[0] != w[1]]
+    false_passes = [w for w in wrong if w[1] == "pass"]
+    false_fails = [w for w in wrong if w[1] == "fail"]
+    assert false_passes == []
+    assert len(false_fails) <= 0.01 * len(rows), false_fails
