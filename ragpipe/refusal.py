@@ -33,11 +33,12 @@ _CONTRACTIONS = [
 
 _NEG = r"(?:not|no|never|nothing|none|neither|nor|without)"
 # Verbs of saying, containing, finding or knowing (any inflection: matched by stem).
-_VERB = (r"(?:say|said|stat|mention|contain|includ|provid|giv|gave|specif|list|cover|discuss|address|describ|indicat|"
-         r"report|find|found|see|seen|saw|locat|show|offer|referenc|detail|answer|know|knew|determin|tell|told|identif|"
-         r"appear|disclos|document|confirm|suppl|present|reveal|spell|record|note|clarif|hav|has|had|includ|explain|"
-         r"establish|pin|narrow|extract|infer|deduc|mak|made|defin|shar|publish|cit|break|broke|get|come|support|"
-         r"verif|ascertain|speak|spoke|touch|go|went|reach|retriev|access|outlin|quot|refer|match|fit|pertain|relat)\w*")
+_VERB = (r"(?:(?:say|said|stat|mention|contain|includ|provid|giv|gave|specif|list|cover|discuss|address|describ|"
+         r"indicat|report|find|found|see|seen|saw|locat|show|offer|referenc|detail|answer|know|knew|determin|tell|"
+         r"told|identif|appear|disclos|document|confirm|suppl|present|reveal|spell|record|note|clarif|hav|has|had|"
+         r"explain|establish|narrow|extract|infer|deduc|defin|shar|publish|cit|break|broke|support|verif|ascertain|"
+         r"speak|spoke|touch|reach|retriev|access|outlin|quot|refer|match|pertain|relat)\w*|"
+         r"go|goes|went|get|gets|got|come|comes|came|pin|make|makes|made)")
 # Nouns for where the answer would come from, and subjects that stand for the answerer.
 _SOURCE = (r"(?:documents?|docs?|documentation|context|texts?|passages?|excerpts?|sources?|materials?|information|"
            r"info|provided|given|retrieved|supplied|available|reports?|files?|corpus|records?|data|pages?|manuals?|"
@@ -89,42 +90,62 @@ _HEDGE = re.compile(
     r"my\s+(?:best\s+)?guess|best\s+guess|i\s+would\s+(?:guess|assume|say|estimate|expect|think|go\s+with)|"
     r"i\s+(?:think|believe|suspect|assume|expect|estimate|imagine|reckon|guess)|"
     r"(?:may|might|could|would)\s+(?:well\s+)?(?:be|have\s+been)|(?:it\s+)?(?:seems|appears)\s+(?:to\s+be|that|like)|"
-    r"roughly|approximately|an?\s+(?:rough\s+)?estimate|extrapolat\w*|in\s+the\s+(?:range|ballpark|region)\s+of|"
-    r"if\s+i\s+had\s+to|if\s+(?:it|this|that|you|we|they)\s+(?:is|was|were|are|mean|meant|refer)|assuming|"
-    r"close\s+to)\b"
+    r"an?\s+(?:rough\s+)?estimate|extrapolat\w*|if\s+(?:it|this|that|you|we|they)\s+(?:is|was|were|are|mean|meant|refer)|"
+    r"assuming)\b"
 )
-# Answering anyway after a refusal: a verdict or an inference ("That said, the answer is 100", "since HTTPX needs it,
-# httpcore needs 3.9 as well"). The strong ones count in any clause beside a refusal; the weak ones where a value is.
+# Approximations: a hedge in a negative's answer ("roughly 45 kg"), not in a positive's ("approximately 80,000" states
+# the expected value as the documents do).
+_APPROX = re.compile(r"\b(?:roughly|approximately|around|close\s+to|in\s+the\s+(?:range|ballpark|region)\s+of|"
+                     r"(?:on\s+the\s+)?order\s+of|somewhere)\b")
+# Answering anyway beside a refusal: a verdict or conclusion of the answerer's own ("That said, the answer is 100",
+# "Still, they held out for a month", "if I had to answer: ..."). Counts in any clause beside a refusal.
 _ANSWERS_ANYWAY = re.compile(
-    r"\b(?:that\s+said|the\s+answer\s+(?:is|would\s+be|should\s+be)|therefore|thus|hence|which\s+means|"
+    r"\b(?:that\s+said|the\s+answer\s+(?:is|would\s+be|should\s+be)|my\s+answer|therefore|thus|hence|which\s+means|"
     r"i\s+would\s+go\s+with|(?:you|one)\s+(?:should|can|could)\s+(?:use|assume|expect|go\s+with)|"
-    r"so\s+(?:it|the\s+answer|that)\s+(?:is|was|would\s+be))\b"
+    r"so\s+(?:it|the\s+answer|that)\s+(?:is|was|would\s+be)|if\s+i\s+(?:had|have)\s+to|"
+    r"^(?:still|anyway|regardless|nevertheless|nonetheless|even\s+so|all\s+the\s+same|in\s+any\s+case)\b)"
 )
+# Reasoning towards a value: counts where a clause beside a refusal states one and cites nothing. "Based on the
+# context" may also introduce what the context says about something else (ragpipe.verdict weighs that).
 _INFERS = re.compile(
-    r"\b(?:based\s+on|since|because|given\s+that|in\s+practice|typically|usually|generally|by\s+analogy|"
-    r"same\s+as|as\s+well|too|also|like\s+(?:for|the|in))\b"
+    r"\b(?:since|because|given\s+that|in\s+practice|typically|usually|generally|by\s+analogy|same\s+as|as\s+well|"
+    r"too|also|like\s+(?:for|the|in))\b"
 )
-_CITATION = re.compile(
-    r"\b(?:according\s+to|only|closest|nearest|nearby|the\s+(?:documents?|docs|context|"
-    r"text|passages?|report|sources?|excerpts?|materials?|filings?|data|page|section)\s+(?:\w+\s+){0,3}?"
-    r"(?:says?|states?|mentions?|reports?|gives?|lists?|shows?|refers?|describes?|covers?|provides?|contains?|"
-    r"includes?|discusses?|has|have|notes?|gives?|records?)|(?:says?|states?|mentions?|reports?|lists?|shows?|"
-    r"refers?|describes?|covers?|notes?|records?)\s+(?:that|a|an|the|only)|(?:what|all)\s+(?:it|they|the\s+\w+)\s+"
-    r"(?:do(?:es)?\s+)?(?:say|says|give|gives|show|shows|mention|mentions)|(?:is|was|are|were)\s+for\s+(?:the\s+)?"
-    r"(?:a\s+)?(?:different|another|other|\w+\s+(?:quarter|year|version|release|period))|refers?\s+to|relates?\s+to|"
-    r"which\s+is\s+(?:for|about|from)|mentioned|cited|quoted|listed|reported|stated|given\s+(?:for|in|only)|"
+_BASED_ON = re.compile(r"\b(?:based\s+on|going\s+by|from\s+what)\b")
+# Citations. Strong: the clause attributes what follows to the source. Weak: it contrasts it with what was asked
+# ("only", "the closest", "another quarter"); a hedge in the same clause outweighs a weak citation.
+_SOURCE_NOUN = (r"(?:documents?|docs|documentation|context|text|passages?|report|sources?|excerpts?|materials?|"
+                r"filings?|data|page|section|article|policy|contract|notes|changelog|table)")
+_CITE_STRONG = re.compile(
+    rf"\b(?:according\s+to|the\s+{_SOURCE_NOUN}\s+(?:\w+\s+){{0,3}}?(?:says?|states?|mentions?|reports?|gives?|lists?|"
+    r"shows?|refers?|describes?|covers?|provides?|contains?|includes?|discusses?|has|have|notes?|records?|sets?|"
+    r"puts?|names?|quotes?|cites?|reads?)|(?:says?|states?|mentions?|reports?|lists?|shows?|refers?|describes?|"
+    r"covers?|notes?|records?)\s+(?:that|a|an|the|only)|(?:what|all)\s+(?:it|they|the\s+\w+)\s+(?:do(?:es)?\s+)?"
+    r"(?:say|says|give|gives|show|shows|mention|mentions)|(?:is|are|was|were)\s+(?:described|listed|given|named|"
+    r"called|referred\s+to|characteri[sz]ed|shown|mentioned|reported|stated|cited|quoted|presented)\s+as|"
+    r"mentioned|cited|quoted|listed|reported|stated|documented|on\s+record|(?:do|does)\s+(?:say|mention|give|show|"
+    r"report|list)|(?:covered|described|documented|named|shown|found|given|provided|available|included|present)\s+"
+    rf"(?:in|by)\s+(?:the|these|this|those)|in\s+(?:the|a|these|this)\s+(?:\w+\s+){{0,2}}?{_SOURCE_NOUN}s?|"
     r"from\s+(?:the|a)\s+(?:\w+\s+){0,2}?(?:report|document|filing|section|policy|contract|release|page|version)|"
-    r"in\s+(?:the|a|these|this)\s+(?:\w+\s+){0,2}?(?:report|document|filing|section|policy|contract|release|page|version|"
-    r"quarter|year|context|passage|text|source|excerpt|material|snippet|chunk)s?|that\s+(?:figure|number|value|date)\s+(?:is|was)|(?:do|does)\s+(?:say|mention|give|show|report|list)|"
-    r"different|another|previous|prior|earlier|later|superseded|older|newer|other|for\s+reference|latest|most\s+recent|"
-    r"i\s+(?:can|could|did)\s+(?:find|see|locate)|(?:covered|described|documented|named|shown|found|given|provided|"
-    r"available|included|present)\s+(?:in|by)\s+(?:the|these|this|those)|documented|on\s+record)\b"
+    r"i\s+(?:can|could|did)\s+(?:find|see|locate))\b"
 )
-_SPLIT = re.compile(
-    r"(?<=[.!?])\s+|(?<=[.!?])$|\n+|;\s*|\s*\u2014\s*|\s+[\u2013-]{1,2}\s+|"
+_CITE_WEAK = re.compile(
+    r"\b(?:only|closest|nearest|nearby|(?:is|was|are|were)\s+for\s+(?:the\s+)?(?:a\s+)?(?:different|another|other|"
+    r"\w+\s+(?:quarter|year|version|release|period))|refers?\s+to|relates?\s+to|which\s+is\s+(?:for|about|from)|"
+    r"given\s+(?:for|in|only)|in\s+(?:the|a)\s+(?:\w+\s+){0,2}?(?:release|version|quarter|year)|"
+    r"that\s+(?:figure|number|value|date)\s+(?:is|was)|different|another|previous|prior|earlier|later|superseded|"
+    r"older|newer|other|for\s+reference|latest|most\s+recent)\b"
+)
+# Sentences end at . ! ? and line breaks; inside one, parts are split at semicolons, dashes, before
+# but/however/though/although/whereas/nevertheless, and before ", so" / ", which means" / ", therefore".
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[.!?])$|\n+")
+_PART = re.compile(
+    r";\s*|\s*\u2014\s*|\s+[\u2013-]{1,2}\s+|"
     r",?\s+(?=\b(?:but|however|though|although|whereas|nevertheless)\b)|"
     r",\s+(?=\b(?:so|which\s+means|that\s+means|therefore|thus|hence|and\s+so)\b)"
 )
+_TURN = re.compile(r"^(?:but|however|though|although|whereas|nevertheless|so|yet|still|which\s+means|that\s+means|"
+                   r"therefore|thus|hence|and\s+so)\b")
 
 
 def prepare(text: str) -> str:
@@ -137,13 +158,26 @@ def prepare(text: str) -> str:
     return re.sub(r"[ \t]+", " ", t)
 
 
-def clauses(text: str) -> list[str]:
-    """The answer in clauses: sentences, and the parts around but/however/though, semicolons and dashes."""
+def _parts(text: str) -> list[tuple[str, bool]]:
+    """(clause, continues): `continues` when the clause follows another part of the same sentence (after a
+    semicolon or a dash) without turning against it (but, however, so, ...)."""
     # a line break inside a sentence is a soft wrap; one after punctuation or before a list item or row ends a clause
     text = re.sub(r"(?<=[^\s.!?:;|])[ \t]*\n(?![ \t]*(?:[-*+\u2022#|>]|\d+[.)]\s|\n))", " ", text)
     t = re.sub(r"(?<=\d)\.(?=\d)", "\u2024", prepare(text))  # keep decimals and versions whole
-    parts = [p.replace("\u2024", ".").strip(" ,.:") for p in _SPLIT.split(t) if p]
-    return [p for p in parts if p and re.search(r"\w", p)]
+    out: list[tuple[str, bool]] = []
+    for sentence in _SENTENCE.split(t):
+        first = True
+        for part in _PART.split(sentence):
+            part = part.replace("\u2024", ".").strip(" ,.:")
+            if part and re.search(r"\w", part):
+                out.append((part, not first and not _TURN.search(part)))
+                first = False
+    return out
+
+
+def clauses(text: str) -> list[str]:
+    """The answer in clauses: sentences, and the parts around but/however/though, semicolons and dashes."""
+    return [c for c, _ in _parts(text)]
 
 
 _CONDITION = re.compile(r"^(?:and\s+|but\s+)?(?:if|when|whenever|unless|where|once)\b")
@@ -161,19 +195,15 @@ def refuses(clause: str, phrases: tuple[str, ...] = ()) -> bool:
     return any(r.search(clause) for r in _REFUSAL)
 
 
-def hedges(clause: str) -> bool:
-    return _HEDGE.search(clause) is not None
+def hedge_leads(clause: str) -> bool:
+    """A hedge proposes a value unless a strong citation comes first: "it was probably close to the $48.7M reported"
+    proposes; "they only say it will likely be removed in 1.0" reports what the source says."""
+    h, c = _HEDGE.search(clause), _CITE_STRONG.search(clause)
+    return h is not None and (c is None or h.start() < c.start())
 
 
 def cites(clause: str) -> bool:
-    return _CITATION.search(clause) is not None
-
-
-def hedge_leads(clause: str) -> bool:
-    """A hedge before any citation ("it was probably close to the $48.7M reported") proposes a value; a citation
-    first ("they only say it will likely be removed in 1.0") reports what the source says."""
-    h, c = _HEDGE.search(clause), _CITATION.search(clause)
-    return h is not None and (c is None or h.start() < c.start())
+    return _CITE_STRONG.search(clause) is not None or _CITE_WEAK.search(clause) is not None
 
 
 @dataclass(frozen=True)
@@ -184,22 +214,27 @@ class Reading:
     citation: bool  # reports what the source says
     answers_anyway: bool = False  # a verdict or conclusion of the answerer's own ("that said, the answer is")
     infers: bool = False  # reasons its way to a value ("since", "typically", "as well")
+    based_on: bool = False  # "based on the context, ...": an inference, or a report about something else
+    approx: bool = False  # "roughly", "approximately": a hedge for a negative
 
 
 _ANAPHOR = re.compile(r"^(?:and\s+)?(?:it|they|this|that|which|whose|its|their|these|those|he|she|both|each)\b")
 
 
 def read_answer(answer: str, phrases: tuple[str, ...] = ()) -> list[Reading]:
-    """Every clause of the answer with what it does. A clause that opens with a pronoun continues the previous
-    one's citation ("The only agreement is with Nordmark; it gets 22% off list")."""
+    """Every clause of the answer with what it does. A clause continues the citation before it when it is the next
+    part of the same sentence ("The text states who was on it, about 200 troupes and 30 Indians") or opens with a
+    pronoun ("The only agreement is with Nordmark. It gets 22% off list")."""
     out: list[Reading] = []
-    for c in clauses(answer):
+    for c, joined in _parts(answer):
+        refusal = refuses(c, phrases)
         hedge = hedge_leads(c)
         anyway = _ANSWERS_ANYWAY.search(c) is not None
-        refusal = refuses(c, phrases)
-        continues = bool(out and out[-1].citation and not out[-1].refusal and _ANAPHOR.search(c))
+        prev = out[-1] if out else None
+        continues = bool(prev and prev.citation and not prev.refusal and (joined or _ANAPHOR.search(c)))
         citation = (cites(c) or continues) and not hedge and not anyway
-        out.append(Reading(c, refusal, hedge, citation, anyway, _INFERS.search(c) is not None))
+        out.append(Reading(c, refusal, hedge, citation, answers_anyway=anyway, infers=_INFERS.search(c) is not None,
+                           based_on=_BASED_ON.search(c) is not None, approx=_APPROX.search(c) is not None))
     return out
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ragpipe.answer import Answer
 from ragpipe.golden import GoldenTest
-from ragpipe.match import answer_matches, digits, normalize_text, numbers
+from ragpipe.match import answer_matches, content_words, digits, numbers
 from ragpipe.refusal import Reading, read_answer
 
 VERDICTS = ("pass", "fail", "did_not_run", "error")
@@ -56,29 +56,23 @@ def _new_numbers(clause: str, question: str) -> list[float]:
     return [x for x in numbers(digits(clause)) if not any(abs(x - y) < 1e-9 for y in asked)]
 
 
-def _states(r: Reading, value: str | None) -> bool:
-    return bool(value) and answer_matches(r.clause, value).matched  # type: ignore[arg-type]
+def _states(r: Reading, value: str | None, question: str) -> bool:
+    """Does the clause state the value? Eagerly: 40 % of a long value's words are enough to count as stating it."""
+    return bool(value) and answer_matches(r.clause, value or "", question, share=0.4).matched
 
 
-_STOP = set(
-    "a an the of in on at to for from by with and or is are was were be been being it its this that these those as "
-    "what which who when where how does do did has have had not no any there their they them than then so such its "
-    "can could would should will may might must also only just".split()
-)
-
-
-def _content(text: str) -> set[str]:
-    """Content words at a 5-letter prefix, and every token that holds a digit ("q2", "2023", "hr-400", "4.3.1")."""
-    words = re.findall(r"[a-z0-9][a-z0-9.\-]*[a-z0-9]|[a-z0-9]", normalize_text(digits(text)))
-    return {w if any(ch.isdigit() for ch in w) else w[:5] for w in words if w not in _STOP and (len(w) > 2 or w.isdigit())}
+# Words about the source and the answering, not about the subject: they never make a clause "about something else".
+_META = content_words("documents document docs context text passage passages source sources excerpt excerpts based "
+                      "according mention mentioned mentions state stated states say says said provided information "
+                      "given answer question specifically explicitly directly")
 
 
 def _qualified(clause: str, question: str, value: str | None) -> bool:
     """Does the clause tie its value to something the question did not ask about ("$48.7 million for Q3 2023" when
     asked about 2022, "the HR-400 carries 45 kg" when asked about the HR-600)? Then it reports what the source
     says about something else rather than answering: a token with a digit, or two content words, that neither the
-    question nor the value holds."""
-    new = _content(clause) - _content(question) - _content(value or "")
+    question nor the value holds (words about the source do not count)."""
+    new = content_words(clause) - content_words(question) - content_words(value or "") - _META
     return any(any(ch.isdigit() for ch in w) for w in new) or len(new) >= 2
 
 
@@ -88,7 +82,7 @@ def _read_negative(readings: list[Reading], question: str, trap_value: str | Non
     refused = any(r.refusal for r in readings)
     trap_cited, unclear = False, None
     for r in readings:
-        trap = _states(r, trap_value)
+        trap = _states(r, trap_value, question)
         if r.refusal:
             trap_cited = trap_cited or trap
             continue
@@ -96,11 +90,13 @@ def _read_negative(readings: list[Reading], question: str, trap_value: str | Non
             return ("hedged_trap" if trap else "hedged"), r.clause, False
         if not (trap or _new_numbers(r.clause, question)):
             continue  # states no value
-        if (r.hedge or (refused and r.infers)) and not r.citation:
+        qualified = _qualified(r.clause, question, trap_value if trap else None)
+        if ((r.hedge or r.approx) and not r.citation) or (refused and r.infers and not r.citation) or (
+                refused and r.based_on and not (r.citation or qualified)):
             return ("hedged_trap" if trap else "hedged"), r.clause, False
         if not refused:
             return ("took_trap" if trap else "answered"), r.clause, False
-        if r.citation or _qualified(r.clause, question, trap_value if trap else None):
+        if r.citation or qualified:
             trap_cited = trap_cited or trap
             continue
         unclear = unclear or (r.clause, trap)
@@ -174,8 +170,8 @@ def decide(
         if refused:
             return v("fail", f"refused, then answered anyway: {quoted}", unsure=unsure)
         return v("fail", f"answered instead of refusing: {answer.text[:120]!r}", unsure=unsure)
-    m = answer_matches(answer.text, test.expected_answer)
-    stating = [i for i, r in enumerate(readings) if answer_matches(r.clause, test.expected_answer).matched]
+    m = answer_matches(answer.text, test.expected_answer, test.question)
+    stating = [i for i, r in enumerate(readings) if answer_matches(r.clause, test.expected_answer, test.question).matched]
     if m.matched and stating and _disowned(readings, stating):
         return v("fail", f"cites {test.expected_answer!r} as what the documents say, then answers otherwise: "
                          f"{readings[-1].clause[:120]!r}")
@@ -185,4 +181,8 @@ def decide(
         return v("fail", f"states {test.expected_answer!r} only as a guess: {readings[stating[0]].clause[:120]!r}")
     if refused:
         return v("fail", "refused although the evidence was retrieved")
-    return v("fail", f"answer does not state {test.expected_answer!r}: {answer.text[:120]!r}")
+    # A paraphrase that shares much of the expected answer is for a judge to read; without one it fails.
+    stated = set(numbers(digits(answer.text)))
+    close = answer_matches(answer.text, test.expected_answer, test.question, share=0.5).matched or (
+        bool(stated) and stated <= set(numbers(digits(test.expected_answer))))
+    return v("fail", f"answer does not state {test.expected_answer!r}: {answer.text[:120]!r}", unsure=close)
