@@ -14,6 +14,16 @@ from assets.resources import RagpipeResource
 from assets.sensors import build_corpus_sensor, build_nightly_schedule
 
 
+# Dagster's console logger, at INFO unless a run's config asks for more: `make ui` shows progress, not every event
+# (the DEBUG events stay in each run's event log in the UI).
+CONSOLE = dg.LoggerDefinition(
+    dg.colored_console_logger.logger_fn,
+    config_schema={"log_level": dg.Field(str, is_required=False, default_value="INFO"),
+                   "name": dg.Field(str, is_required=False, default_value="dagster")},
+    description="The console logger at INFO by default.",
+)
+
+
 def build_definitions(path: str | None = None) -> dg.Definitions:
     """Assemble the code location from a settings file (explicit, $RAGPIPE_SETTINGS, or ./ragpipe.toml).
 
@@ -34,4 +44,5 @@ def build_definitions(path: str | None = None) -> dg.Definitions:
         sensors=[automation_sensor(), build_corpus_sensor(settings)],
         schedules=[build_nightly_schedule(settings)],
         resources={"ragpipe": RagpipeResource(settings_path=str(source))},
+        loggers={"console": CONSOLE},
     )

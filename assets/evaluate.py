@@ -1,18 +1,24 @@
 """Evaluation assets: golden_set -> stamps -> retrievals -> answers -> verdicts, with asset checks on verdicts."""
 
 import hashlib
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import dagster as dg
 
 from ragpipe import evaluate
+from ragpipe.golden import GoldenSetError
+from ragpipe.objstore import ObjectStoreError
 from ragpipe.report import load_summary, render_markdown
-from ragpipe.settings import Settings
+from ragpipe.settings import Settings, SettingsError
 
-from assets.automation import RAGPIPE_CONDITION
+from assets.automation import RAGPIPE_CONDITION, RETRY_POLICY
 from assets.resources import RagpipeResource
 
 GROUP = "evaluate"
+STAMP_CHECK = ("Every test's trap/evidence quote is still in the corpus. A failing check names the tests whose document "
+               "was deleted or whose quote was reworded: they read did_not_run; `ragpipe golden restamp` proposes the "
+               "closest passage.")
 CHECKS = {
     "no_failures": "No test failed (a fail is the model answering wrongly with its anchor in context).",
     "every_test_ran": "Every test's anchor (trap or evidence) chunk was retrieved, so the verdict means something.",
@@ -31,12 +37,37 @@ def _golden_file_hash(settings: Settings) -> str:
 
 
 def _trigger(context: dg.AssetExecutionContext) -> str:
+    """Why this evaluation ran: corpus (the corpus sensor), settings (the automation sensor: a settings, golden set or
+    code change), scheduled, retry (Dagster re-ran a failed run), ci, demo, or manual (the UI's Materialize)."""
     tags = context.run.tags
+    if "dagster/retry_number" in tags or "dagster/parent_run_id" in tags and "dagster/is_resume_retry" in tags:
+        return "retry"
+    if "ragpipe/trigger" in tags:
+        return tags["ragpipe/trigger"]
     if "dagster/schedule_name" in tags:
         return "scheduled"
     if "dagster/sensor_name" in tags or "dagster/auto_materialize" in tags:
-        return "automation"
-    return tags.get("ragpipe/trigger", "manual")
+        return "settings"
+    return "manual"
+
+
+# Errors that recur until a person changes the input: never retried.
+PERMANENT = (GoldenSetError, SettingsError, ObjectStoreError)
+
+
+@contextmanager
+def _recorded(context: dg.AssetExecutionContext, con: Any) -> Iterator[None]:
+    """A failing evaluation stage leaves its error in eval_failures before Dagster sees it: `latest_verdicts` and
+    `evaluation_status` then say the verdicts are older than this attempt, and why."""
+    try:
+        yield
+    except PERMANENT as exc:
+        evaluate.record_failure(con, context.run.run_id, context.asset_key.to_user_string(), exc)
+        # The error itself as the run's first message, and no retry: the same input fails the same way.
+        raise dg.Failure(description=f"{type(exc).__name__}: {exc}", allow_retries=False) from exc
+    except Exception as exc:
+        evaluate.record_failure(con, context.run.run_id, context.asset_key.to_user_string(), exc)
+        raise
 
 
 def _table(rows: list[tuple[Any, ...]], header: tuple[str, ...]) -> str:
@@ -48,6 +79,8 @@ def _table(rows: list[tuple[Any, ...]], header: tuple[str, ...]) -> str:
 
 
 def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+    severity = dg.AssetCheckSeverity.ERROR if settings.gate.check_severity == "ERROR" else dg.AssetCheckSeverity.WARN
+
     @dg.asset(
         name="golden_set",
         deps=["documents"],
@@ -56,15 +89,20 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         code_version=f"{settings.code_version('golden')}-{_golden_file_hash(settings)}",
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
+        retry_policy=RETRY_POLICY,
         description="The golden set file, validated: every problem is listed with file, line and field, and a "
         "broken file fails this asset.",
     )
     def golden_set(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
-            stats = evaluate.load_golden_stage(s, con, context.run.run_id, log=context.log.info)
+            with _recorded(context, con):
+                stats = evaluate.load_golden_stage(s, con, context.run.run_id, log=context.log.info)
+        drifted = stats.pop("drifted")
         return dg.MaterializeResult(
-            metadata={**stats, "dagster/row_count": stats["tests"], "path": dg.MetadataValue.path(stats["path"])},
+            metadata={**stats, "dagster/row_count": stats["tests"], "path": dg.MetadataValue.path(stats["path"]),
+                      "corpus_drift": len(drifted),
+                      "drifted_tests": dg.MetadataValue.md("\n".join(f"- {d}" for d in drifted) or "(none)")},
             data_version=dg.DataVersion(stats["sha256"][:16]),
         )
 
@@ -76,15 +114,24 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         code_version=settings.code_version("golden"),
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
+        retry_policy=RETRY_POLICY,
         description="Each test's trap/evidence located in the current chunking from its quote: unchanged, moved, "
         "split or missing.",
+        check_specs=[dg.AssetCheckSpec("anchors_found", asset="stamps", description=STAMP_CHECK)],
     )
     def stamps(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
-            stats = evaluate.stamp_stage(s, con, context.run.run_id, log=context.log.info)
+            with _recorded(context, con):
+                stats = evaluate.stamp_stage(s, con, context.run.run_id, log=context.log.info)
         changes = stats.pop("changes")
+        missing = [(c["question_id"], c["reason"]) for c in changes if c["status"] == "missing"]
         return dg.MaterializeResult(
+            check_results=[dg.AssetCheckResult(
+                check_name="anchors_found", passed=not missing, severity=severity,
+                description=("; ".join(f"{q}: {r}" for q, r in missing)[:1000] or None),
+                metadata={"missing": len(missing), "tests": dg.MetadataValue.md(_table(missing, ("test", "why")))},
+            )],
             metadata={
                 **stats,
                 "stamp_changes": dg.MetadataValue.md(
@@ -102,13 +149,15 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         code_version=settings.code_version("retriever"),
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
+        retry_policy=RETRY_POLICY,
         description=f"Top-{settings.retriever.k} {settings.retriever.mode} retrieval for every question, with hit@k, "
         "MRR and recall@k over the anchors.",
     )
     def retrievals(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
-            stats = evaluate.retrieve_stage(s, con, context.run.run_id, trigger=_trigger(context), log=context.log.info)
+            with _recorded(context, con):
+                stats = evaluate.retrieve_stage(s, con, context.run.run_id, trigger=_trigger(context), log=context.log.info)
         return dg.MaterializeResult(metadata=stats)
 
     @dg.asset(
@@ -119,15 +168,15 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         code_version=settings.code_version("answerer"),
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
+        retry_policy=RETRY_POLICY,
         description=f"Answers from the '{settings.answerer.kind}' answerer with latency and token counts.",
     )
     def answers(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
-            stats = evaluate.answer_stage(s, con, context.run.run_id, log=context.log.info)
+            with _recorded(context, con):
+                stats = evaluate.answer_stage(s, con, context.run.run_id, log=context.log.info)
         return dg.MaterializeResult(metadata=stats)
-
-    severity = dg.AssetCheckSeverity.ERROR if settings.gate.check_severity == "ERROR" else dg.AssetCheckSeverity.WARN
 
     @dg.asset(
         name="verdicts",
@@ -137,19 +186,27 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         code_version=settings.code_version("verdict"),
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
+        retry_policy=RETRY_POLICY,
         description="pass / fail / test did not run / error per test, and unverified under the current embedder.",
         check_specs=[dg.AssetCheckSpec(name, asset="verdicts", description=d) for name, d in CHECKS.items()],
     )
     def verdicts(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
-            stats = evaluate.verdict_stage(s, con, context.run.run_id, log=context.log.info)
+            with _recorded(context, con):
+                stats = evaluate.verdict_stage(s, con, context.run.run_id, log=context.log.info)
             summary = load_summary(con)
             stale_stamps = con.execute(
                 "SELECT count(*) FROM latest_stamps WHERE chunker_tag = ? AND status IN ('moved', 'split', 'new')",
                 [s.chunker_tag],
             ).fetchone()[0]
         assert summary is not None
+        blocking = summary.blocking(s.gate.block)
+        gate = "OK" if not blocking else "BLOCKED (" + ", ".join(
+            f"{n} {k}" for k in ("fail", "error", "did_not_run") if (n := sum(r.verdict == k for r in blocking))) + ")"
+        # The gate in the Runs list: a run that succeeded can still have blocked the gate.
+        context.instance.add_run_tags(context.run.run_id, {"ragpipe/gate": gate})
+        failing = [(r.question_id, r.verdict, r.reason) for r in summary.rows if r.verdict in ("fail", "error")]
         dnr = [(r.question_id, r.reason) for r in summary.rows if r.verdict == "did_not_run"]
         unv = [(r.question_id, r.test_embedder_tag or "-") for r in summary.rows if r.unverified]
         checks = [
@@ -165,6 +222,8 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         return dg.MaterializeResult(
             metadata={
                 **stats,
+                "gate": gate,
+                "failing_tests": dg.MetadataValue.md(_table(failing, ("test", "verdict", "reason"))),
                 "summary": dg.MetadataValue.md(render_markdown(summary, s.gate.block)),
                 "did_not_run_tests": dg.MetadataValue.md(_table(dnr, ("test", "reason"))),
                 "unverified_tests": dg.MetadataValue.md(_table(unv, ("test", "validated under"))),

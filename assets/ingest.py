@@ -3,12 +3,13 @@
 
 import hashlib
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
-from ragpipe import ingest, shard
+from ragpipe import embed, ingest, shard
 from ragpipe.embed import usable_cpus
 from ragpipe.settings import Settings
 
@@ -124,6 +125,13 @@ def _embeddings_output(s: Settings, con: Any, stats: dict[str, Any]) -> tuple[di
     return metadata, version
 
 
+def _prepare_embedder(context: Any, s: Settings) -> None:
+    """Build a new embedder's local model before taking the warehouse's writer lock (`ragpipe sql` keeps answering)."""
+    t0 = time.perf_counter()
+    if embed.prepare(s.embedder, s.models_dir):
+        context.log.info(f"built the {s.embedder.name} model under {s.models_dir} in {time.perf_counter() - t0:.0f} s")
+
+
 def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.AssetsDefinition:
     """One step, or with [scale].embed_shards > 1 a plan -> N shard steps -> merge graph (ragpipe.shard)."""
     common = dict(
@@ -141,6 +149,7 @@ def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.Asse
         @dg.asset(deps=[chunks], pool="duckdb", **common)
         def embeddings(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
             s = ragpipe.settings()
+            _prepare_embedder(context, s)
             with ragpipe.warehouse() as con:
                 metadata, version = _embeddings_output(s, con, ingest.embed_chunks(s, con, context.run.run_id, log=context.log.info))
             return dg.MaterializeResult(metadata=metadata, data_version=version)
@@ -151,6 +160,7 @@ def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.Asse
     def embed_plan(context: dg.OpExecutionContext, ragpipe: RagpipeResource) -> str:
         """Which texts need a vector, one work file per shard (reads DuckDB and LanceDB)."""
         s = ragpipe.settings()
+        _prepare_embedder(context, s)
         with ragpipe.warehouse() as con:
             return shard.plan(s, con, shards, log=context.log.info)["stage"]
 

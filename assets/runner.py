@@ -57,6 +57,34 @@ class AssetState:
     key: str
     status: str  # fresh | stale | missing | stale-upstream
     causes: tuple[str, ...]
+    failure: str | None = None  # its latest planned materialization failed: "<error> (run <id>, <time>)"
+
+
+def last_failure(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None:
+    """When the newest run that planned to materialize `key` failed at it: its error's first line, the run and time."""
+    import datetime as dt
+
+    from dagster._core.events import DagsterEventType
+
+    info = instance.get_latest_planned_materialization_info(key)
+    if info is None:
+        return None
+    latest = instance.get_latest_materialization_event(key)
+    if latest is not None and latest.run_id == info.run_id:
+        return None
+    for record in instance.all_logs(info.run_id, of_type=DagsterEventType.STEP_FAILURE):
+        ev = record.dagster_event
+        if ev is None or ev.step_key != key.to_user_string() or not ev.step_failure_data or not ev.step_failure_data.error:
+            continue
+        err = ev.step_failure_data.error
+        root = err.cause or err
+        while root.cause is not None and "DagsterExecutionStepExecutionError" in root.cls_name:
+            root = root.cause
+        lines = root.message.strip().split(": ", 1)[-1].splitlines()
+        first = lines[0] + (f" {lines[1].strip()}" if lines[0].endswith(":") and len(lines) > 1 else "")
+        when = dt.datetime.fromtimestamp(record.timestamp, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        return f"{root.cls_name}: {first} (run {info.run_id[:8]}, {when})"
+    return None
 
 
 # Asset groups that run on demand only (`ragpipe niah run`): never selected by ci/demo, absent from `status`.
@@ -83,7 +111,7 @@ def asset_states(defs: dg.Definitions, instance: dg.DagsterInstance) -> list[Ass
         upstream = [p.key for p in parents if p.status != "fresh"]
         if own == "fresh" and upstream:
             own, causes = "stale-upstream", tuple(f"upstream {u} needs a run" for u in upstream)
-        states[key] = AssetState(key.to_user_string(), own, causes)
+        states[key] = AssetState(key.to_user_string(), own, causes, last_failure(instance, key))
     return list(states.values())
 
 

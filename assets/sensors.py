@@ -33,7 +33,7 @@ def build_corpus_sensor(settings: Settings) -> dg.SensorDefinition:
                 return dg.SensorResult(skip_reason="corpus state recorded", cursor=digest)
         # No run_key on purpose: a corpus that returns to an earlier state (a reverted edit) is a real change too.
         return dg.SensorResult(
-            run_requests=[dg.RunRequest(tags={"ragpipe/trigger": "corpus_sensor", "ragpipe/corpus_manifest": digest[:16]})],
+            run_requests=[dg.RunRequest(tags={"ragpipe/trigger": "corpus", "ragpipe/corpus_manifest": digest[:16]})],
             cursor=digest,
         )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -54,13 +55,61 @@ def _instance(settings: Settings) -> Any:
     return project_instance(_project_root(settings))
 
 
-def _report_failure(result: Any) -> None:
+class _WithoutStackTraces:
+    """stderr with Dagster's stack traces left out (its console logger prints one per failed step, twice): the
+    error's own message stays; `--verbose` shows everything."""
+
+    _RECORD = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+        self._skipping = False
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        *lines, self._pending = self._pending.split("\n")
+        for line in lines:
+            if self._RECORD.match(line):
+                self._skipping = False
+            elif line.strip() == "Stack Trace:" or "DagsterExecutionStepExecutionError" in line:
+                self._skipping = line.strip() == "Stack Trace:" or self._skipping
+                continue
+            if not self._skipping:
+                self._stream.write(line + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def failure_lines(result: Any) -> list[str]:
+    """One line per failed step: the asset and its error's own message (a GoldenSetError lists its problems)."""
+    out = []
     for ev in result.all_events:
         if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
             err = ev.step_failure_data.error
-            cause = err.cause.message.strip() if err.cause else ""
-            print(f"step {ev.step_key} failed: {err.message.strip()}\n{cause}".rstrip(), file=sys.stderr)
-    print(f"run {result.run_id} failed", file=sys.stderr)
+            root = err.cause or err
+            while root.cause is not None and "DagsterExecutionStepExecutionError" in root.cls_name:
+                root = root.cause
+            out.append(f"{ev.step_key} failed: {root.cls_name}: {root.message.strip().split(': ', 1)[-1]}")
+    return out or [f"run {result.run_id} failed before any step ran"]
+
+
+def _report_failure(result: Any, verbose: bool = False) -> list[str]:
+    lines = failure_lines(result)
+    for line in lines:
+        print(f"ragpipe: {line}", file=sys.stderr)
+    if verbose:
+        for ev in result.all_events:
+            if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
+                print(ev.step_failure_data.error.to_string(), file=sys.stderr)
+    print(f"run {result.run_id} failed{'' if verbose else ' (--verbose for the stack trace; the run page in the UI has it too)'}",
+          file=sys.stderr)
+    return lines
 
 
 def _check_store(settings: Settings) -> None:
@@ -72,24 +121,30 @@ def _check_store(settings: Settings) -> None:
         store.open_store(settings)
 
 
-def _bring_up_to_date(args: argparse.Namespace, trigger: str) -> bool:
-    """Materialize what is missing or stale through the Dagster graph (the run appears in the UI's history)."""
+def _bring_up_to_date(args: argparse.Namespace, trigger: str) -> list[str]:
+    """Materialize what is missing or stale through the Dagster graph (the run appears in the UI's history).
+    Returns the failures, one line each (empty when the run succeeded)."""
     from assets.runner import materialize_stale
 
     settings = _settings(args)
     _check_store(settings)
+    verbose = getattr(args, "verbose", False)
     t0 = time.perf_counter()
-    selected, result = materialize_stale(str(settings.source), _instance(settings), tags={"ragpipe/trigger": trigger},
-                                         multiprocess=getattr(args, "multiprocess", False))
+    stderr = sys.stderr
+    sys.stderr = stderr if verbose else _WithoutStackTraces(stderr)  # type: ignore[assignment]
+    try:
+        selected, result = materialize_stale(str(settings.source), _instance(settings), tags={"ragpipe/trigger": trigger},
+                                             multiprocess=getattr(args, "multiprocess", False))
+    finally:
+        sys.stderr = stderr
     secs = time.perf_counter() - t0
     if result is None:
         print(f"everything is up to date ({secs:.1f} s)")
-        return True
+        return []
     if not result.success:
-        _report_failure(result)
-        return False
+        return _report_failure(result, verbose)
     print(f"materialized {', '.join(selected)} in run {result.run_id} ({secs:.1f} s)")
-    return True
+    return []
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -130,11 +185,30 @@ def _write_reports(args: argparse.Namespace, summary: Any, block: tuple[str, ...
             fh.write(md)
 
 
+def _write_failure_reports(args: argparse.Namespace, failures: list[str]) -> None:
+    """The evaluation did not complete: JUnit and Markdown still get written, with the error as a failed case (the
+    previous verdicts are not reported as this run's)."""
+    from ragpipe.report import render_failure_junit, render_failure_markdown
+
+    if getattr(args, "junit", None):
+        Path(args.junit).write_text(render_failure_junit(failures), encoding="utf-8")
+        print(f"JUnit XML written to {args.junit}")
+    md = render_failure_markdown(failures)
+    if getattr(args, "markdown", None):
+        Path(args.markdown).write_text(md, encoding="utf-8")
+        print(f"Markdown summary written to {args.markdown}")
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as fh:
+            fh.write(md)
+
+
 def cmd_ci(args: argparse.Namespace) -> int:
     from ragpipe.report import render_text
 
     settings = _settings(args)
-    if not _bring_up_to_date(args, "ci"):
+    failures = _bring_up_to_date(args, "ci")
+    if failures:
+        _write_failure_reports(args, failures)
         return 1
     summary = _eval_summary(settings)
     if summary is None:
@@ -150,7 +224,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from ragpipe.report import render_text
 
     settings = _settings(args)
-    ok = _bring_up_to_date(args, "demo")
+    ok = not _bring_up_to_date(args, "demo")
     print()
     _print_ingest_summary(settings)
     summary = _eval_summary(settings) if ok else None
@@ -170,9 +244,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     width = max(len(s.key) for s in states)
     for s in states:
         print(f"{s.key:<{width}}  {s.status}")
+        if s.failure:
+            print(f"{'':<{width}}    - {s.key} failed: {s.failure}")
         for c in s.causes:
             print(f"{'':<{width}}    - {c}")
-    return 0 if all(s.status == "fresh" for s in states) else 1
+    return 0 if all(s.status == "fresh" and not s.failure for s in states) else 1
 
 
 def _print_ingest_summary(settings: Settings) -> None:
@@ -183,7 +259,7 @@ def _print_ingest_summary(settings: Settings) -> None:
         print(summary(con, settings))
 
 
-def _golden_and_stamps(settings: Settings) -> tuple[Any, list[Any]]:
+def _golden_and_stamps(settings: Settings) -> tuple[Any, Any, list[Any]]:
     from ragpipe.evaluate import restamper_for
     from ragpipe.golden import load_golden
     from ragpipe.warehouse import connect
@@ -191,12 +267,15 @@ def _golden_and_stamps(settings: Settings) -> tuple[Any, list[Any]]:
     if settings.golden.path is None:
         raise SettingsError(f"{settings.source}: set [golden].path to the golden set file")
     golden = load_golden(settings.golden.path)
+    if not settings.duckdb_path.exists():
+        raise SettingsError(f"no warehouse yet at {settings.duckdb_path}: run `ragpipe ingest` first (it parses and "
+                            f"chunks the corpus of {settings.source.name}; restamp locates the quotes in those chunks)")
     with connect(settings.duckdb_path, read_only=True) as con:
         n = con.execute("SELECT count(*) FROM chunks WHERE chunker_tag = ?", [settings.chunker_tag]).fetchone()[0]
         if n == 0:
             raise SettingsError(f"no chunks under the current chunker {settings.chunker_tag}; run `ragpipe ingest` first")
         stamper = restamper_for(con, settings.chunker_tag)
-    return golden, [stamper.stamp(t) for t in golden.tests]
+    return golden, stamper, [stamper.stamp(t) for t in golden.tests]
 
 
 def cmd_golden_validate(args: argparse.Namespace) -> int:
@@ -216,39 +295,69 @@ def cmd_golden_validate(args: argparse.Namespace) -> int:
             problems = check_quotes(golden, docs)
         else:
             print("note: no warehouse yet, quotes not checked against the corpus (run `ragpipe ingest`)")
-        if problems:
-            raise GoldenSetError(problems)
+        broken = [p for p in problems if not p.drift]
+        if broken:
+            raise GoldenSetError(broken)
     except GoldenSetError as exc:
         print(exc, file=sys.stderr)
         return 1
+    drift = [p for p in problems if p.drift]
+    for p in drift:
+        print(f"corpus drift: {p}")
+    if drift:
+        print(f"{path}: {len(golden.tests)} tests; {len(drift)} will read did_not_run until their quote is fixed "
+              f"(`ragpipe golden restamp` proposes the closest passage)")
+        return 0
     print(f"{path}: {len(golden.tests)} tests OK")
     return 0
 
 
 def cmd_golden_restamp(args: argparse.Namespace) -> int:
-    from ragpipe.golden import rewrite_fields, write_atomic
+    import dataclasses
+    import difflib
+
+    from ragpipe.golden import ANCHOR_FIELDS, rewrite_fields, write_atomic
+    from ragpipe.quotes import quote_form
     from ragpipe.restamp import id_value
 
     settings = _settings(args)
-    golden, stamps = _golden_and_stamps(settings)
+    golden, stamper, stamps = _golden_and_stamps(settings)
+    accept = {q.strip() for a in args.accept or [] for q in a.split(",") if q.strip()}
     updates: dict[str, dict[str, Any]] = {}
     counts: dict[str, int] = {}
     by_id = {t.question_id: t for t in golden.tests}
+    unknown = sorted(accept - set(by_id))
+    if unknown:
+        raise SettingsError(f"--accept: no test {', '.join(unknown)} in {golden.path}")
     for st in stamps:
+        t = by_id[st.question_id]
+        if st.question_id in accept:
+            if st.status != "missing" or not st.closest:
+                raise SettingsError(f"--accept {st.question_id}: its quote is {st.status}, there is no closest passage to accept")
+            if t.kind == "negative" and t.trap_value and quote_form(t.trap_value) not in quote_form(st.closest):
+                raise SettingsError(f"--accept {t.question_id}: the closest passage does not hold its trap_value "
+                                    f"{t.trap_value!r}; edit trap_quote and trap_value by hand")
+            updates[t.question_id] = {ANCHOR_FIELDS[t.kind][1]: st.closest}
+            st = stamper.stamp(dataclasses.replace(t, quote=st.closest))  # the accepted passage, stamped
         counts[st.status] = counts.get(st.status, 0) + 1
         if st.status in ("moved", "split", "new"):
-            updates[st.question_id] = {by_id[st.question_id].anchor_field: id_value(st.new_ids)}
+            updates.setdefault(st.question_id, {})[t.anchor_field] = id_value(st.new_ids)
         if st.status != "unchanged":
             print(f"{st.question_id:<10} {st.anchor:<8} {st.status:<9} {st.reason}")
+        if st.status == "missing" and st.closest:
+            print(f"{'':<10} accept the closest passage as the new quote: ragpipe golden restamp --accept {st.question_id}")
     print(f"{len(stamps)} tests under chunker {settings.chunker_tag}: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
     if not updates:
         print("the golden set file's stamps are current")
         return 0
-    if not args.write:
-        print(f"{len(updates)} test(s) would change; run with --write to rewrite {golden.path}")
+    new_text = rewrite_fields(golden, updates)
+    sys.stdout.writelines(difflib.unified_diff(golden.text.splitlines(True), new_text.splitlines(True),
+                                               str(golden.path), f"{golden.path} (restamped)"))
+    if not args.write and not accept:
+        print(f"\n{len(updates)} test(s) would change; run with --write to rewrite {golden.path}")
         return 0
-    write_atomic(golden.path, rewrite_fields(golden, updates))
-    print(f"rewrote {len(updates)} test(s) in {golden.path}")
+    write_atomic(golden.path, new_text)
+    print(f"\nrewrote {len(updates)} test(s) in {golden.path}; next: `ragpipe ci` to evaluate them")
     return 0
 
 
@@ -408,36 +517,89 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--settings", help=f"settings file (default: ${SETTINGS_ENV} or ./ragpipe.toml)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("demo", help="bring the whole graph up to date on the configured corpus and print the results")
+    p = sub.add_parser("demo", help="bring the whole graph up to date on the configured corpus and print the results",
+                       description="Materializes whatever is missing or stale (through Dagster: the run shows in the UI), "
+                       "then prints what was ingested and the verdicts. With the bundled settings the answerer is the "
+                       "offline baseline, so the gate is BLOCKED on purpose.",
+                       epilog="Example:\n  ragpipe demo\n  ragpipe --settings my-project.toml demo", formatter_class=argparse.RawDescriptionHelpFormatter)
     p.set_defaults(func=cmd_demo)
-    p = sub.add_parser("ingest", help="run the ingestion stages (only what changed is redone)")
+    p = sub.add_parser("ingest", help="run the ingestion stages (only what changed is redone)",
+                       description="corpus -> documents -> chunks -> embeddings: parses new and changed files, chunks "
+                       "them, embeds chunk texts not embedded before. The first step for a new golden set (then `ragpipe "
+                       "golden restamp --write`).",
+                       epilog="Example:\n  ragpipe ingest && ragpipe golden restamp --write", formatter_class=argparse.RawDescriptionHelpFormatter)
     p.set_defaults(func=cmd_ingest)
     p = sub.add_parser(
         "ci",
         help="materialize what is missing or stale, print the verdicts, exit 1 when a blocking verdict exists",
         description="Runs the stale part of the Dagster graph (visible in the UI's run history), then prints counts and "
         "the FAIL, TEST DID NOT RUN, UNVERIFIED UNDER CURRENT EMBEDDER and STAMPS MOVED sections. Exit code 0 only "
-        "when no test has a blocking verdict ([gate].block, default: fail, did_not_run, error).",
+        "when no test has a blocking verdict ([gate].block, default: fail, did_not_run, error); a run that fails "
+        "prints its error in one line and still writes the reports, with the error as a failed case.",
+        epilog="""Examples:
+  ragpipe ci --junit report.xml --markdown summary.md
+  ragpipe ci --block fail,did_not_run,unverified      stricter than [gate].block
+  ragpipe ci --multiprocess                           one process per step, as the daemon runs jobs""",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--junit", metavar="PATH", help="write JUnit XML (did-not-run tests are skipped, never passed)")
     p.add_argument("--markdown", metavar="PATH", help="write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY)")
     p.add_argument("--block", help="comma-separated blocking verdicts, overriding [gate].block (e.g. fail,did_not_run,unverified)")
+    p.add_argument("--verbose", action="store_true", help="print Dagster's stack traces of failed steps")
     p.add_argument("--multiprocess", action="store_true",
                    help="one process per step, as the Dagster daemon runs jobs: embedding shards ([scale].embed_shards) "
                    "run in parallel (default: every step in this process)")
     p.set_defaults(func=cmd_ci)
-    p = sub.add_parser("status", help="what is stale and why, down the whole chain (exit 1 when anything is)")
+    p = sub.add_parser("status", help="what is stale and why, down the whole chain (exit 1 when anything is)",
+                       description="Every asset with its state (fresh, stale, missing, stale-upstream) and the reasons, "
+                       "down the whole chain, and the error of its latest failed run (\"golden_set failed: ... (run "
+                       "86b45aea, 2026-12-01 22:17 UTC)\"). Reads the project's Dagster instance; changes nothing.",
+                       epilog="Example:\n  ragpipe status || ragpipe ci", formatter_class=argparse.RawDescriptionHelpFormatter)
     p.set_defaults(func=cmd_status)
 
-    golden = sub.add_parser("golden", help="validate, re-stamp and re-validate the golden set file")
+    golden = sub.add_parser("golden", help="validate, re-stamp and re-validate the golden set file",
+                            description="Maintain the golden set file. The order after a chunker or corpus change: "
+                            "`restamp --write` (new chunk ids), `ragpipe ci` (run the tests), `revalidate --write` "
+                            "(record the embedder and date of the tests that ran).",
+                            epilog="Examples:\n  ragpipe golden validate\n  ragpipe golden restamp --write\n"
+                            "  ragpipe golden revalidate --write", formatter_class=argparse.RawDescriptionHelpFormatter)
     gsub = golden.add_subparsers(dest="golden_command", metavar="SUBCOMMAND")
-    p = gsub.add_parser("validate", help="list every problem with file, line and field (exit 1 when any)")
+    p = gsub.add_parser("validate", help="list every problem with file, line and field (exit 1 when any)",
+                        description="Checks the golden set file: JSON, required fields, duplicate ids, dates, the trap "
+                        "value inside its quote, and (after `ragpipe ingest`) every quote in its document. A quote that "
+                        "is no longer in the corpus is reported as corpus drift, not as an error: that test reads "
+                        "did_not_run until it is fixed.",
+                        epilog="Examples:\n  ragpipe golden validate\n  ragpipe golden validate other-golden.jsonl", formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", nargs="?", help="golden set file (default: [golden].path)")
     p.set_defaults(func=cmd_golden_validate)
-    p = gsub.add_parser("restamp", help="locate each test's quote in the current chunks; --write rewrites the ids in place")
+    p = gsub.add_parser(
+        "restamp", help="locate each test's quote in the current chunks; --write rewrites the ids in place",
+        description="Locates every test's trap/evidence quote in the chunks of the current chunker (after `ragpipe "
+        "ingest`) and prints what changed (moved, split, missing) and the unified diff of the golden set file with the "
+        "new chunk ids. A quote that is no longer in its document comes with the closest passage of that document; "
+        "--accept QID makes it the test's new quote. Then run `ragpipe ci`, and `ragpipe golden revalidate --write` "
+        "to record the tests that ran under the current embedder.",
+        epilog="""\
+Examples:
+  ragpipe golden restamp                 what would change, as a diff (nothing is written)
+  ragpipe golden restamp --write         rewrite the chunk ids in place (only those fields change)
+  ragpipe golden restamp --accept neg_06 take the closest passage as neg_06's new quote (and its ids)
+
+Bring your own golden set: ragpipe ingest -> ragpipe golden restamp --write -> ragpipe ci ->
+ragpipe golden revalidate --write.""",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--write", action="store_true", help="rewrite the file in place (only the changed ids; a reviewable diff)")
+    p.add_argument("--accept", action="append", metavar="QID[,QID]",
+                   help="take the closest passage as the new quote of these tests whose quote is missing (writes the file)")
     p.set_defaults(func=cmd_golden_restamp)
-    p = gsub.add_parser("revalidate", help="re-tag and re-date the tests that ran under the current embedder")
+    p = gsub.add_parser("revalidate", help="re-tag and re-date the tests that ran under the current embedder",
+                        description="After `ragpipe ci` under a new embedder: writes the current embedder tag and today's "
+                        "date into embedder_tag and last_validated of every test whose anchor was retrieved in the latest "
+                        "evaluation (a test that did not run stays unverified). Run it after `golden restamp --write` "
+                        "and `ragpipe ci`, never before.",
+                        epilog="Examples:\n  ragpipe golden revalidate            what would change\n"
+                        "  ragpipe golden revalidate --write    rewrite those two fields in place", formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--write", action="store_true", help="rewrite embedder_tag and last_validated in place")
     p.set_defaults(func=cmd_golden_revalidate)
     golden.set_defaults(func=lambda a: (golden.print_help(), 2)[1])
@@ -486,6 +648,11 @@ A line of the answers file:
         help="read-only SQL over the warehouse",
         description="Runs one read-only query against the DuckDB warehouse (no query: an interactive prompt, or the "
         "query read from stdin). Tables and views are documented in docs/warehouse.md.",
+        epilog="""Examples:
+  ragpipe sql "SELECT verdict, count(*) FROM latest_verdicts GROUP BY 1"
+  ragpipe sql "SELECT banner FROM evaluation_status"
+  ragpipe sql --format csv "SELECT * FROM verdict_history" > history.csv""",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("query", nargs="?", help='e.g. "SELECT verdict, count(*) FROM latest_verdicts GROUP BY 1"')
     p.add_argument("--format", choices=["table", "csv", "json", "markdown"], default="table")

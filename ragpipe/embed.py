@@ -137,22 +137,8 @@ class StaticEmbedder:
     def __post_init__(self) -> None:
         from model2vec import StaticModel
 
-        source = minilm_path()
         fp = _static_fingerprint()
-        target = self.cache_dir / f"minilm-static-{fp}"
-        if not (target / "config.json").is_file():
-            from model2vec.distill import distill
-
-            import os
-            import shutil
-
-            tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-            model = distill(model_name=str(source), pca_dims=STATIC_PCA_DIMS)
-            model.save_pretrained(str(tmp))
-            try:
-                tmp.rename(target)  # atomic: a killed build never leaves a half model behind
-            except OSError:  # another process finished the same build first
-                shutil.rmtree(tmp, ignore_errors=True)
+        target, _ = build_minilm_static(self.cache_dir)
         self._model = StaticModel.from_pretrained(str(target))
         self.dims = int(self._model.dim)
         self.tag = f"minilm-static-{fp}"
@@ -309,6 +295,36 @@ def _onnx_fingerprints(source: Path) -> tuple[tuple[str, str], tuple[str, str]]:
     fp32_params = f"{ONNX_EXPORT_PARAMS} max_seq={_max_seq_length(source)}"
     int8_params = f"{fp32_params} {ONNX_INT8_PARAMS}"
     return (fp32_params, weights_fingerprint(source, extra=fp32_params)), (int8_params, weights_fingerprint(source, extra=int8_params))
+
+
+def build_minilm_static(models_dir: Path) -> tuple[Path, bool]:
+    """(model directory, built now) of the model2vec distillation of the packaged MiniLM, building it if needed."""
+    target = models_dir / f"minilm-static-{_static_fingerprint()}"
+    if (target / "config.json").is_file():
+        return target, False
+    import os
+    import shutil
+
+    from model2vec.distill import distill
+
+    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    model = distill(model_name=str(minilm_path()), pca_dims=STATIC_PCA_DIMS)
+    model.save_pretrained(str(tmp))
+    try:
+        tmp.rename(target)  # atomic: a killed build never leaves a half model behind
+    except OSError:  # another process finished the same build first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target, True
+
+
+def prepare(cfg: EmbedderSettings, models_dir: Path) -> bool:
+    """Build the embedder's local artifact (static distillation, ONNX export) when it is missing; True if built now.
+    Called before a stage opens the warehouse, so that minutes of building never hold the DuckDB writer lock."""
+    if cfg.name == "minilm-static":
+        return build_minilm_static(models_dir)[1]
+    if cfg.name in ("minilm-onnx", "minilm-onnx-int8"):
+        return build_minilm_onnx(models_dir, int8=cfg.name.endswith("-int8"))[2]
+    return False
 
 
 def build_minilm_onnx(models_dir: Path, int8: bool = False) -> tuple[Path, str, bool]:

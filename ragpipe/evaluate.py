@@ -37,8 +37,14 @@ def load_golden_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id
         raise GoldenSetError([GoldenProblem(str(settings.source), 0, None, "golden.path", "no golden set configured; set [golden].path")])
     golden = load_golden(settings.golden.path)
     problems = check_quotes(golden, documents_text(con))
-    if problems:
-        raise GoldenSetError(problems)
+    broken = [p for p in problems if not p.drift]
+    if broken:
+        raise GoldenSetError(broken)
+    # Corpus drift (a document gone, a quote reworded) is per test: those tests did not run (the stamps say why);
+    # every other test is evaluated.
+    drift = [p for p in problems if p.drift]
+    for p in drift:
+        log(f"corpus drift: {p}")
     with transaction(con):
         con.execute("DELETE FROM golden_tests")
         con.executemany(
@@ -51,7 +57,8 @@ def load_golden_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id
         )
     kinds = {k: sum(t.kind == k for t in golden.tests) for k in ("negative", "positive")}
     log(f"golden set {golden.path}: {len(golden.tests)} tests ({kinds['negative']} negative, {kinds['positive']} positive)")
-    return {"tests": len(golden.tests), **kinds, "path": str(golden.path), "sha256": golden.sha256}
+    return {"tests": len(golden.tests), **kinds, "path": str(golden.path), "sha256": golden.sha256,
+            "drifted": [f"{p.question_id}: {p.message}" for p in drift]}
 
 
 def golden_tests(con: duckdb.DuckDBPyConnection) -> list[GoldenTest]:
@@ -92,14 +99,16 @@ def stamp_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str,
             "changes": [dataclasses.asdict(s) for s in changed]}
 
 
-def current_anchors(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> dict[str, tuple[tuple[str, ...], str]]:
-    """question_id -> (anchor ids to require in the retrieved set, stamp status) under the current chunking."""
+def current_anchors(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> dict[str, tuple[tuple[str, ...], str, str]]:
+    """question_id -> (anchor ids to require in the retrieved set, stamp status, stamp reason) under the current
+    chunking."""
     rows = con.execute(
-        "SELECT s.question_id, s.status, s.new_ids, s.old_ids FROM latest_stamps s "
+        "SELECT s.question_id, s.status, s.new_ids, s.old_ids, s.reason FROM latest_stamps s "
         "JOIN golden_tests g USING (question_id) WHERE s.chunker_tag = ?",
         [chunker_tag],
     ).fetchall()
-    return {qid: (tuple(new or ()) if status != "no_quote" else tuple(old or ()), status) for qid, status, new, old in rows}
+    return {qid: (tuple(new or ()) if status != "no_quote" else tuple(old or ()), status, reason or "")
+            for qid, status, new, old, reason in rows}
 
 
 def retrieve_stage(
@@ -132,7 +141,7 @@ def retrieve_stage(
         hits = retrieve(table, mode, k, t.question, vectors[i] if vectors is not None else None, settings.retriever.nprobes)
         results.append((t.question_id, hits))
     m = metrics([[h.chunk_id for h in hits] for _, hits in results],
-                [set(anchors.get(qid, ((), ""))[0]) for qid, _ in results], k)
+                [set(anchors.get(qid, ((), "", ""))[0]) for qid, _ in results], k)
     golden_sha = con.execute("SELECT any_value(golden_sha256) FROM golden_tests").fetchone()[0] or ""
     with transaction(con):
         con.execute("DELETE FROM retrievals WHERE eval_run_id = ?", [run_id])
@@ -148,6 +157,13 @@ def retrieve_stage(
             con.executemany("INSERT INTO retrievals VALUES (?, ?, ?, ?, ?)", rows)
     log(f"retrieved top-{k} ({mode}) for {len(tests)} questions: hit@{k}={m['hit_at_k']:.3f} MRR={m['mrr']:.3f}")
     return {"eval_run_id": run_id, "questions": len(tests), "mode": mode, "vector_index": vector_index, **m}
+
+
+def record_failure(con: duckdb.DuckDBPyConnection, run_id: str, asset: str, exc: BaseException) -> None:
+    """Keep an evaluation stage's failure in the warehouse (eval_failures), so that `latest_verdicts` and
+    `evaluation_status` say the verdicts are older than the last attempt, and why."""
+    message = f"{type(exc).__name__}: {exc}"[:4000]
+    con.execute("INSERT INTO eval_failures VALUES (?, ?, ?, now())", [run_id, asset, message])
 
 
 def progress_line(what: str, done: int, total: int, elapsed_s: float, last: str = "") -> str:
@@ -234,9 +250,10 @@ def verdict_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: st
     }
     verdicts = []
     for t in golden_tests(con):
-        ids, status = anchors.get(t.question_id, ((), "missing"))
+        ids, status, why = anchors.get(t.question_id, ((), "missing", ""))
         ans = answers.get(t.question_id) or Answer("", 0.0, 0, 0, error="no answer recorded for this test")
-        verdicts.append((t, decide(t, ids, status, retrieved.get(t.question_id, []), ans, settings.answerer.refusal_phrases, embedder_tag)))
+        verdicts.append((t, decide(t, ids, status, retrieved.get(t.question_id, []), ans, settings.answerer.refusal_phrases,
+                                   embedder_tag, stamp_reason=why)))
     replies = {}
     if settings.judge.enabled:
         replies = judge.settle(settings.judge, verdicts, {q: a.text for q, a in answers.items()})

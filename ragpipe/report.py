@@ -32,6 +32,7 @@ class EvalSummary:
     metrics: dict[str, float]
     rows: list[Row]
     stamp_changes: list[tuple[str, str, str, str]] = field(default_factory=list)  # qid, anchor, status, reason
+    banner: str = "current"  # evaluation_status.banner: "current", or since when and why these verdicts are older
 
     def count(self, verdict: str) -> int:
         return sum(r.verdict == verdict for r in self.rows)
@@ -64,7 +65,9 @@ def load_summary(con: duckdb.DuckDBPyConnection) -> EvalSummary | None:
         "ORDER BY question_id",
         [run[1]],
     ).fetchall()
+    status = con.execute("SELECT banner FROM evaluation_status").fetchone()
     return EvalSummary(
+        banner=status[0] if status else "current",
         eval_run_id=run[0], chunker_tag=run[1], embedder_tag=run[2], answerer=run[3] or "", retriever=json.loads(run[4]),
         metrics={"hit_at_k": run[5], "mrr": run[6], "recall_at_k": run[7], "k": run[8]}, rows=rows,
         stamp_changes=[tuple(c) for c in changes],
@@ -96,6 +99,7 @@ def _reason(r: Row, s: EvalSummary, title: str) -> str:
 def render_text(s: EvalSummary, block: tuple[str, ...]) -> str:
     m = s.metrics
     lines = [
+        *([f"NOT CURRENT: {s.banner}"] if s.banner != "current" else []),
         f"EVALUATION  run {s.eval_run_id}",
         f"  chunker {s.chunker_tag} | embedder {s.embedder_tag} | retriever {s.retriever.get('mode')} top-{s.retriever.get('k')} | answerer {s.answerer}",
         f"  {len(s.rows)} tests: {s.count('pass')} pass, {s.count('fail')} fail, {s.count('did_not_run')} did not run, "
@@ -128,6 +132,7 @@ def render_markdown(s: EvalSummary, block: tuple[str, ...]) -> str:
     out = [
         f"## ragpipe evaluation: {'BLOCKED' if blocking else 'OK'}",
         "",
+        *([f"> **Not current**: {s.banner}", ""] if s.banner != "current" else []),
         f"chunker `{s.chunker_tag}`, embedder `{s.embedder_tag}`, retriever {s.retriever.get('mode')} top-{s.retriever.get('k')}, answerer {s.answerer}",
         "",
         "| pass | fail | did not run | error | unverified | hit@k | MRR |",
@@ -173,4 +178,21 @@ def render_junit(s: EvalSummary) -> str:
             ET.SubElement(case, "skipped", message=f"test did not run: {r.reason}")
         if r.unverified:
             ET.SubElement(case, "system-out").text = f"unverified under current embedder {s.embedder_tag}"
+    return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
+
+
+def render_failure_markdown(failures: list[str]) -> str:
+    lines = "\n".join(f"- `{f.split(' failed: ', 1)[0]}` failed: {f.split(' failed: ', 1)[-1]}" for f in failures)
+    return ("## ragpipe evaluation: FAILED\n\nThe evaluation did not complete, so no verdict of this run exists; "
+            f"the latest verdicts in the warehouse are older.\n\n{lines}\n")
+
+
+def render_failure_junit(failures: list[str]) -> str:
+    """One failed case per failed step: a CI system shows the error, never a green run."""
+    suite = ET.Element("testsuite", name="ragpipe golden set", tests=str(len(failures)), failures=str(len(failures)),
+                       errors="0", skipped="0")
+    for f in failures:
+        step = f.split(" failed: ", 1)[0]
+        case = ET.SubElement(suite, "testcase", classname="ragpipe.run", name=step)
+        ET.SubElement(case, "failure", message=f).text = f
     return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)

@@ -15,6 +15,7 @@ from typing import Iterable
 import numpy as np
 
 from ragpipe.golden import GoldenTest
+from ragpipe.quotes import closest_passage, fold, plain_form, quote_form
 
 _WS = re.compile(r"\s+")
 _WHITESPACE = np.array([c for c in range(0x3001) if chr(c).isspace()], dtype=np.uint32)
@@ -41,12 +42,14 @@ class Stamp:
     new_ids: tuple[str, ...]
     doc_id: str | None
     reason: str
+    closest: str | None = None  # missing: the passage of the source most like the quote, for a person to accept
 
 
 class _NormalizedDoc:
     """A document's whitespace-normalized text with a map back to original character offsets."""
 
     def __init__(self, text: str):
+        text = fold(text)  # one-for-one swaps (curly quotes, dashes): offsets unchanged
         # Vectorized: word starts/ends in the original text, and where each word starts once every whitespace
         # run is one space. (str.split and str.isspace agree on what whitespace is, and so does re's \s.)
         self.text = " ".join(text.split())
@@ -101,14 +104,15 @@ class Restamper:
         return nd
 
     def locate(self, quote: str, source: str | None) -> tuple[str, int, int] | None:
-        q = normalize(quote)
-        if not q:
-            return None
-        candidates = [source] if source in self.documents else ([] if source else sorted(self.documents))
-        for doc_id in candidates:
-            span = self._doc(doc_id).find(q)  # type: ignore[arg-type]
-            if span:
-                return doc_id, span[0], span[1]  # type: ignore[return-value]
+        """(document, start, end) of the quote: in its source, or anywhere when no source is named or the source
+        is gone (a renamed document). Tried as written (folded), then with the markup of a source file removed."""
+        forms = [f for f in dict.fromkeys((plain_form(quote), quote_form(quote))) if f]
+        candidates = [source] if source in self.documents else sorted(self.documents)
+        for form in forms:
+            for doc_id in candidates:
+                span = self._doc(doc_id).find(form)  # type: ignore[arg-type]
+                if span:
+                    return doc_id, span[0], span[1]  # type: ignore[return-value]
         return None
 
     def covering_chunks(self, doc_id: str, start: int, end: int) -> list[str]:
@@ -133,8 +137,7 @@ class Restamper:
             return Stamp(test.question_id, anchor, status, old, old, test.source, reason)
         found = self.locate(test.quote, test.source)
         if found is None:
-            where = f"in {test.source}" if test.source else "anywhere in the corpus"
-            return Stamp(test.question_id, anchor, "missing", old, (), test.source, f"{anchor} quote no longer found {where}")
+            return self._missing(test, anchor, old)
         doc_id, start, end = found
         new = tuple(self.covering_chunks(doc_id, start, end))
         if not new:
@@ -148,7 +151,25 @@ class Restamper:
             status, reason = "new", f"stamped {new[0]}"
         else:
             status, reason = "moved", f"{', '.join(old)} -> {new[0]}"
+        if test.source and doc_id != test.source:
+            reason = f"{reason}; the quote is now in {doc_id} ({test.source} is gone)".lstrip("; ")
         return Stamp(test.question_id, anchor, status, old, new, doc_id, reason)
+
+    def _missing(self, test: GoldenTest, anchor: str, old: tuple[str, ...]) -> Stamp:
+        """Why the quote is not found, in words a person acts on, with the closest passage where there is one."""
+        if not test.source:
+            return Stamp(test.question_id, anchor, "missing", old, (), None, "missing from corpus: quote no longer found anywhere")
+        if test.source not in self.documents:
+            return Stamp(test.question_id, anchor, "missing", old, (), test.source,
+                         f"missing from corpus: {test.source} deleted (or renamed, and the quote is in no other document)")
+        near = closest_passage(test.quote or "", self.documents[test.source])
+        if near is None:
+            return Stamp(test.question_id, anchor, "missing", old, (), test.source, f"quote no longer in {test.source}")
+        passage, similarity = near
+        shown = passage if len(passage) <= 200 else passage[:197] + "..."
+        return Stamp(test.question_id, anchor, "missing", old, (), test.source,
+                     f'quote no longer in {test.source}; closest passage now: "{shown}" (similarity {similarity:.2f})',
+                     closest=passage)
 
 
 def id_value(ids: tuple[str, ...]) -> str | list[str] | None:

@@ -128,6 +128,7 @@ def decide(
     answer: Answer,
     refusal_phrases: tuple[str, ...],
     current_embedder_tag: str,
+    stamp_reason: str = "",
 ) -> Verdict:
     anchor = "trap" if test.kind == "negative" else "evidence"
     unverified = test.embedder_tag != current_embedder_tag
@@ -142,8 +143,8 @@ def decide(
                        unsure)
 
     if not all_in:
-        if stamp_status == "missing":
-            return v("did_not_run", f"{anchor} missing from corpus: its quote is no longer in any document")
+        if stamp_status == "missing":  # the corpus changed under the test: say how (ragpipe.restamp)
+            return v("did_not_run", f"{anchor} {stamp_reason or 'missing from corpus: its quote is no longer in any document'}")
         if not anchor_ids:
             return v("did_not_run", f"no {anchor} chunk id: stamp the test (ragpipe golden restamp --write)")
         if len(anchor_ids) > 1 and present:

@@ -44,7 +44,8 @@ def test_automation_tick_by_tick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert states["chunks"].status == "stale" and any("code version" in c for c in states["chunks"].causes)
     assert {k for k, s in states.items() if s.status != "fresh"} == DOWNSTREAM_OF_CHUNKS
 
-    # the requested run fails: the change is not swallowed, the next tick requests it again
+    # the requested run fails: it is not requested again tick after tick (a failure that recurs would launch a run
+    # a minute); `ragpipe status` says why; the next change to what it depends on requests it again
     import ragpipe.ingest
 
     def broken(*args: object, **kwargs: object) -> None:
@@ -54,15 +55,23 @@ def test_automation_tick_by_tick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     failed = materialize(str(p.settings_file), sorted(DOWNSTREAM_OF_CHUNKS), p.instance)
     assert not failed.success
     monkeypatch.undo()
+    for _ in range(3):
+        requested, cursor = tick(p, cursor)
+        assert requested == set()
+    states = {s.key: s for s in asset_states(build_definitions(str(p.settings_file)), p.instance)}
+    assert states["chunks"].failure and "RuntimeError: disk full" in states["chunks"].failure
+    p.configure(max_characters=450)
     requested, cursor = tick(p, cursor)
     assert requested == DOWNSTREAM_OF_CHUNKS
 
     p.materialize(sorted(DOWNSTREAM_OF_CHUNKS))
     requested, cursor = tick(p, cursor)
     assert requested == set()
+    states = {s.key: s for s in asset_states(build_definitions(str(p.settings_file)), p.instance)}
+    assert states["chunks"].failure is None
 
     # an embedder change: embeddings and below, never chunks
-    p.configure(max_characters=500, embedder="minilm-static")
+    p.configure(max_characters=450, embedder="minilm-static")
     requested, cursor = tick(p, cursor)
     assert requested == {"embeddings", "retrievals", "answers", "verdicts"}
     requested, cursor = tick(p, cursor)
@@ -123,3 +132,85 @@ def test_definitions_declare_sensors_running_and_nightly_schedule(tmp_path: Path
     schedule = defs.get_schedule_def("nightly_evaluation")
     assert schedule.cron_schedule == "0 3 * * *"
     assert schedule.tags["ragpipe/trigger"] == "scheduled"
+
+
+def test_a_golden_set_that_always_fails_runs_once_and_waits_for_an_edit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broken golden set file fails golden_set at once (no step retry: it fails the same way every time), the
+    automation requests nothing more tick after tick, and fixing the file requests the evaluation again."""
+    import ragpipe.evaluate
+
+    p = make_project(tmp_path / "auto")
+    p.materialize()
+    _, cursor = tick(p, None)
+    good = p.golden.read_text()
+    p.golden.write_text(good + '{"question_id": "broken"\n')
+    calls = []
+    real = ragpipe.evaluate.load_golden_stage
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ragpipe.evaluate, "load_golden_stage", counted)
+    requested, cursor = tick(p, cursor)
+    assert "golden_set" in requested  # the file changed: golden_set's code version with it
+    result = materialize(str(p.settings_file), sorted(requested), p.instance)
+    assert not result.success and len(calls) == 1  # not retried
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    assert failure.step_failure_data.error.cls_name == "Failure"
+    assert "GoldenSetError" in failure.step_failure_data.error.message  # the error first, not a stack trace
+    for _ in range(3):
+        requested, cursor = tick(p, cursor)
+        assert requested == set()
+    rows = p.sql("SELECT asset, error FROM eval_failures")
+    assert rows and rows[-1][0] == "golden_set" and "malformed JSON" in rows[-1][1]
+    assert p.sql("SELECT count(*) FROM latest_verdicts WHERE stale_reason LIKE 'the latest evaluation failed at golden_set%'")[0][0] > 0
+    assert "golden_set" in p.sql("SELECT banner FROM evaluation_status")[0][0]
+    p.golden.write_text(good)
+    requested, cursor = tick(p, cursor)
+    assert "golden_set" in requested
+
+
+def test_a_transient_failure_is_retried_in_the_run_a_bounded_number_of_times(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import assets.automation
+    import ragpipe.evaluate
+
+    monkeypatch.setattr(assets.automation, "RETRY_POLICY", dg.RetryPolicy(max_retries=2, delay=0.1))
+    import assets.evaluate
+
+    monkeypatch.setattr(assets.evaluate, "RETRY_POLICY", assets.automation.RETRY_POLICY)
+    p = make_project(tmp_path / "auto")
+    p.materialize()
+    calls = []
+
+    def flaky(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        raise RuntimeError("warehouse busy")
+
+    monkeypatch.setattr(ragpipe.evaluate, "verdict_stage", flaky)
+    result = materialize(str(p.settings_file), ["verdicts"], p.instance)
+    assert not result.success and len(calls) == 3  # the first attempt and two retries, then the run fails
+    assert [e.event_type_value for e in result.all_events].count("STEP_UP_FOR_RETRY") == 2
+
+
+def test_an_embedder_switch_builds_its_model_before_taking_the_writer_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Building a new embedder's model takes minutes on first use: readers (`ragpipe sql`) must not wait for it."""
+    import duckdb
+
+    from ragpipe import embed
+
+    p = make_project(tmp_path / "auto")
+    p.materialize()
+    p.configure(embedder="minilm-static")
+    seen: list[int] = []
+    real = embed.prepare
+
+    def spy(cfg: object, models_dir: Path) -> bool:
+        # Opening the file read-only fails while any connection holds it read-write.
+        with duckdb.connect(str(p.settings().duckdb_path), read_only=True) as con:
+            seen.append(con.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        return real(cfg, models_dir)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(embed, "prepare", spy)
+    p.materialize(["embeddings"])
+    assert seen and seen[0] > 0

@@ -364,7 +364,7 @@ def test_daemon_ticks_sensors_and_keeps_schedule_state_in_postgres(deployment: D
             "# Badge policy\n\nBadges must be worn visibly at all times on company premises.\n", encoding="utf-8")
 
         def launched() -> Any:
-            runs = instance.get_runs(filters=dg.RunsFilter(tags={"ragpipe/trigger": "corpus_sensor"}))
+            runs = instance.get_runs(filters=dg.RunsFilter(tags={"ragpipe/trigger": "corpus"}))
             if not runs:
                 return None
             assert len(runs) == 1, runs  # one change, one run

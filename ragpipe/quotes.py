@@ -1,0 +1,77 @@
+"""Finding a golden test's quote in a document, as people copy quotes: from the parsed text or from the source file.
+
+A quote copied from a Markdown or HTML file carries what parsing removed (`code`, _emphasis_, **bold**, [link](url),
+&amp;), and either side may have curly or straight quotes, typographic dashes and line breaks anywhere. Both sides are
+brought to one form before comparing; the document side only by one-for-one character swaps and whitespace
+collapsing, so a match maps back to exact offsets in the parsed text. The stored quote is never rewritten.
+
+When a quote is no longer found, `closest_passage` proposes what the document says now, for a person to accept.
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import re
+
+# One character for another: offsets in the document stay the same.
+_FOLD = str.maketrans({
+    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'", "\u00b4": "'", "`": "'",
+    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"', "\u00ab": '"', "\u00bb": '"',
+    "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2015": "-", "\u2212": "-",
+    "\u00a0": " ", "\u2009": " ", "\u202f": " ", "\u2007": " ",
+})
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")  # [text](url), ![alt](src)
+_CODE = re.compile(r"`+([^`]*)`+")
+_EMPHASIS = re.compile(r"(?<![\w*_])(\*{1,3}|_{1,3})(?=\S)(.+?)(?<=\S)\1(?![\w*_])")
+_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
+_WS = re.compile(r"\s+")
+
+
+def fold(text: str) -> str:
+    """Curly quotes, backticks, typographic dashes and odd spaces as their plain forms (same length)."""
+    return text.translate(_FOLD)
+
+
+def quote_form(quote: str) -> str:
+    """The quote as it should appear in parsed text: markup and entities removed, folded, whitespace collapsed."""
+    q = html.unescape(quote)
+    q = _TAG.sub("", q)
+    q = _LINK.sub(r"\1", q)
+    q = _CODE.sub(r"\1", q)
+    for _ in range(2):  # **_nested_** emphasis
+        q = _EMPHASIS.sub(r"\2", q)
+    q = re.sub(r"(?m)^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)", "", q)  # heading, quote, list markers
+    return _WS.sub(" ", fold(q)).strip()
+
+
+def plain_form(text: str) -> str:
+    """The quote folded and whitespace collapsed, markup kept (for a document that keeps its markup)."""
+    return _WS.sub(" ", fold(text)).strip()
+
+
+def closest_passage(quote: str, text: str, min_similarity: float = 0.5) -> tuple[str, float] | None:
+    """The passage of `text` most like `quote` (a window of sentences about as long as it), with the similarity
+    ratio of difflib (0..1); None when nothing reaches `min_similarity`."""
+    q = quote_form(quote)
+    if not q or not text.strip():
+        return None
+    # sentences, and lines (a heading, a table row, a list item is a passage of its own)
+    sentences = [_WS.sub(" ", s).strip() for s in re.split(r"(?<=[.!?])\s+|\n+", fold(text)) if s.strip()]
+    best: tuple[float, str] = (0.0, "")
+    matcher = difflib.SequenceMatcher(autojunk=False)
+    matcher.set_seq2(q)
+    for i in range(len(sentences)):
+        window = ""
+        for j in range(i, min(len(sentences), i + 6)):
+            window = (window + " " + sentences[j]).strip()
+            matcher.set_seq1(window)
+            if matcher.real_quick_ratio() > best[0] and matcher.quick_ratio() > best[0]:
+                ratio = matcher.ratio()
+                if ratio > best[0]:
+                    best = (ratio, window)
+            if len(window) > 1.5 * len(q):
+                break
+    if best[0] < min_similarity:
+        return None
+    return best[1], round(best[0], 2)
