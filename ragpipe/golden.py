@@ -253,6 +253,9 @@ def check_quotes(golden: GoldenFile, documents: dict[str, str]) -> list[GoldenPr
                 elsewhere = next((d for d in sorted(documents) if found(t.quote, d)), None)
                 if elsewhere is None:
                     problem(source_field, f"document {t.source!r} is not in the corpus (deleted or renamed)")
+                else:  # renamed: the test still runs on the quote's new document
+                    problem(source_field, f"document {t.source!r} is not in the corpus; the quote is now in "
+                                          f"{elsewhere!r}: update {source_field}")
             elif not found(t.quote, t.source):
                 problem(quote_field, f"quote no longer found in {t.source} (reworded, or copied with a typo)")
         elif not any(found(t.quote, d) for d in sorted(documents)):

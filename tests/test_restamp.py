@@ -100,9 +100,14 @@ def test_missing_when_the_quote_is_absent() -> None:
     s = stamper.stamp(_test(["c1"], quote="Halvorsen Robotics reported revenue of $51.2 million"))
     assert (s.status, s.old_ids, s.new_ids) == ("missing", ("c1",), ())
     assert "reports/q3-2023.md" in s.reason
-    # A source that is not in the corpus, or a quote only in another document than the one named.
-    assert stamper.stamp(_test(source="reports/q9.md")).status == "missing"
+    # A quote only in another document than the one named (which exists): missing from the named one.
     assert stamper.stamp(_test(quote="claim up to $75 per day")).status == "missing"
+    # A source that is gone: deleted when the quote is nowhere; renamed, and followed, when it is in another document.
+    gone = stamper.stamp(_test(["c1"], quote="nowhere at all", source="reports/q9.md"))
+    assert gone.status == "missing" and "missing from corpus: reports/q9.md deleted" in gone.reason
+    renamed = stamper.stamp(_test(source="reports/q9.md"))
+    assert renamed.status in ("new", "moved", "unchanged") and renamed.doc_id == "reports/q3-2023.md"
+    assert "now in reports/q3-2023.md (reports/q9.md is gone)" in renamed.reason
     # Without a source, a quote nowhere in the corpus.
     s = stamper.stamp(_test(quote="nowhere at all", source=None))
     assert (s.status, s.doc_id) == ("missing", None)
