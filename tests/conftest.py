@@ -115,6 +115,17 @@ def make_project(root: Path, with_golden: bool = True, **overrides: Any) -> Proj
     return p
 
 
+@pytest.fixture(autouse=True)
+def _no_process_outlives_its_test() -> Any:
+    """Bounded teardown: child processes a test started through faultkit.Proc (CLI runs, servers) are killed, with
+    their process groups, when the test ends, whether it passed or not."""
+    from faultkit import LIVE, kill_survivors
+
+    before = len(LIVE)
+    yield
+    kill_survivors(before)
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
     return make_project(tmp_path / "proj")

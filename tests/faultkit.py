@@ -20,6 +20,7 @@ from typing import Any, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = Path(__file__).resolve().parent / "openai_server.py"
+LIVE: list["Proc"] = []  # every Proc started, for kill_survivors
 
 # Runs ragpipe's library stage functions (what the Dagster assets call) in a process of its own, printing every log
 # line. argv: settings file, comma-separated stages, run id, and a regex: when a log line matches it, the process
@@ -54,6 +55,19 @@ print("ALL-DONE", flush=True)
 """
 
 
+def kill_survivors(since: int = 0) -> list[str]:
+    """SIGKILL the process group of every Proc started after the first `since` that is still running (a test that
+    failed before finishing its processes); returns their command lines. conftest calls it after each test with the
+    count from before the test, so processes of module- or session-scoped fixtures live on."""
+    killed = []
+    while len(LIVE) > since:
+        proc = LIVE.pop()
+        if proc.p.poll() is None:
+            killed.append(" ".join(proc.argv)[:200])
+            proc.sigkill()
+    return killed
+
+
 class Proc:
     """A child process whose merged stdout/stderr is read line by line on a thread (never blocks the test)."""
 
@@ -61,6 +75,7 @@ class Proc:
         self.argv = argv
         self.p = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL, text=True, errors="replace", start_new_session=True)
+        LIVE.append(self)
         self.lines: list[str] = []
         self._q: queue.Queue[str | None] = queue.Queue()
         self._reader = threading.Thread(target=self._pump, daemon=True)
