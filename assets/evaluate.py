@@ -40,7 +40,7 @@ def _trigger(context: dg.AssetExecutionContext) -> str:
     """Why this evaluation ran: corpus (the corpus sensor), settings (the automation sensor: a settings, golden set or
     code change), scheduled, retry (Dagster re-ran a failed run), ci, demo, or manual (the UI's Materialize)."""
     tags = context.run.tags
-    if "dagster/retry_number" in tags or "dagster/parent_run_id" in tags and "dagster/is_resume_retry" in tags:
+    if "dagster/retry_number" in tags:
         return "retry"
     if "ragpipe/trigger" in tags:
         return tags["ragpipe/trigger"]

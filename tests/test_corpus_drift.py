@@ -135,5 +135,18 @@ def test_a_broken_golden_file_still_fails_with_every_problem(base: Path, tmp_pat
     assert f":6 [{t['question_id']}] field 'trap_value': does not occur in trap_quote" in out, out[-3000:]
     text[2] = text[2][:-5]  # malformed JSON
     p.golden.write_text("\n".join(text) + "\n")
-    code, out = ragpipe_cli(p.root, "ci").finish(900)
+    junit, md = p.root / "report.xml", p.root / "summary.md"
+    code, out = ragpipe_cli(p.root, "ci", "--junit", str(junit), "--markdown", str(md)).finish(900)
     assert code == 1 and ":3 malformed JSON" in out, out[-3000:]
+    # the error in one line, no stack trace; the reports written anyway, with the error as a failed case
+    assert "ragpipe: golden_set failed: GoldenSetError: " in out and "Stack Trace" not in out and "Traceback" not in out
+    assert 'failures="1"' in junit.read_text() and 'name="golden_set"' in junit.read_text()
+    assert "FAILED" in md.read_text() and "malformed JSON" in md.read_text()
+    # no stale green: the previous verdicts say they are older than this failure
+    stale = p.sql("SELECT count(*), count(stale_reason) FROM latest_verdicts")[0]
+    assert stale[0] > 0 and stale[0] == stale[1]
+    assert p.sql("SELECT failed_asset FROM evaluation_status")[0][0] == "golden_set"
+    code, out = ragpipe_cli(p.root, "status").finish(300)
+    assert "golden_set failed: GoldenSetError: " in out and "malformed JSON" in out, out
+    code, out = ragpipe_cli(p.root, "ci", "--verbose").finish(900)
+    assert code == 1 and "Stack Trace" in out

@@ -413,3 +413,56 @@ def test_dagster_dev_over_graphql(tmp_path: Path) -> None:
     print(f"\nseed {seed_s:.0f} s; dagster dev answered after {up_s:.1f} s; our run succeeded {run_s:.0f} s after the "
           f"test started; verdicts {counts}; checks {by_check}; other runs: {others or 'none'}; stopped in "
           f"{dev.stop_s:.1f} s{' (SIGKILL needed)' if dev.needed_sigkill else ' by SIGTERM'}")
+
+
+@pytest.mark.timeout(900)
+def test_a_deleted_anchor_document_under_the_running_daemon(tmp_path: Path) -> None:
+    """`make ui` with the sensors on, and a document the golden set quotes is deleted: the corpus sensor launches
+    one run, it succeeds, only the tests anchored in that document read did_not_run (with the reason), every other
+    test is judged in the same evaluation, and the following ticks launch nothing."""
+    from ragpipe.warehouse import connect
+
+    p = make_project(tmp_path / "proj")
+    trim_project(p)
+    with open(p.settings_file, "a", encoding="utf-8") as fh:
+        fh.write("\n[automation]\ncorpus_sensor_interval_s = 5\n")
+    gone = "reports/q3-2023.md"
+    hit = {json.loads(x)["question_id"] for x in p.golden.read_text().splitlines()
+           if (json.loads(x).get("trap_source") or json.loads(x).get("evidence_source")) == gone}
+    assert hit
+    home = tmp_path / "dagster_home"
+    write_instance(home)
+    seed(p, home)
+    (p.corpus / gone).unlink()
+    deadline = time.monotonic() + 780
+    with dagster_dev(p.settings_file, home) as dev:
+        dev.wait_ready(timeout_s=90)
+        wait_for_location(dev, timeout_s=60)
+
+        def corpus_runs() -> list[dict[str, Any]]:
+            return [r for r in dev.gql(RUNS)["runsOrError"]["results"]
+                    if {t["key"]: t["value"] for t in r["tags"]}.get("ragpipe/trigger") == "corpus"]
+
+        while not corpus_runs():
+            assert time.monotonic() < deadline, f"the corpus sensor launched no run\n{dev.log_tail()}"
+            time.sleep(2)
+        run_id = corpus_runs()[0]["runId"]
+        runs = wait_for_run(dev, run_id, deadline=deadline)
+        assert "verdicts" in materialized(runs[run_id]), run_overview(dev)
+        time.sleep(45)  # more than one tick of each sensor: nothing more is launched
+        after = {r["runId"]: r["status"] for r in dev.gql(RUNS)["runsOrError"]["results"]}
+        assert set(after) == set(runs), run_overview(dev)
+        assert len(corpus_runs()) == 1
+
+    with connect(p.settings().duckdb_path, read_only=True) as con:
+        rows = con.execute("SELECT question_id, verdict, reason, stale_reason FROM latest_verdicts").fetchall()
+        trigger = con.execute("SELECT trigger FROM latest_eval_run").fetchone()[0]
+    verdicts = {q: (v, r, s) for q, v, r, s in rows}
+    assert set(verdicts) == {json.loads(x)["question_id"] for x in p.golden.read_text().splitlines() if x.strip()}
+    for q, (v, reason, stale) in verdicts.items():
+        assert stale is None, (q, stale)
+        if q in hit:
+            assert v == "did_not_run" and f"missing from corpus: {gone} deleted" in reason, (q, v, reason)
+        else:
+            assert "missing from corpus" not in reason
+    assert trigger == "corpus"
