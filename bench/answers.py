@@ -26,7 +26,8 @@ from ragpipe.settings import AnswererSettings  # noqa: E402
 from ragpipe.verdict import decide  # noqa: E402
 
 FIXTURES = HERE / "tests" / "fixtures" / "answers"
-SETS = ("bundled_labelled.jsonl", "realdocs_labelled.jsonl", "heldout_labelled.jsonl", "squad_unseen_labelled.jsonl")
+SETS = ("bundled_labelled.jsonl", "realdocs_labelled.jsonl", "heldout_labelled.jsonl", "squad_unseen_labelled.jsonl",
+        "smollm2_labelled.jsonl")
 SQUAD = HERE.parent / "shared" / "data" / "squad2_dev" / "golden_squad.json"
 
 

@@ -120,6 +120,23 @@ def _disowned(readings: list[Reading], stating: list[int]) -> bool:
                for r in readings[max(stating) + 1:])
 
 
+def _shape(token: str) -> str:
+    return re.sub(r"[a-z]+", "a", re.sub(r"\d+", "d", token.lower()))
+
+
+def _rival_first(answer: str, expected: str, question: str) -> str | None:
+    """For a choice the question offers ("the HR-200 or the HR-400?"): another option of the same form as the
+    expected one, named in the answer before it ("The HR-200 is the heavier arm, while the HR-400 is lighter")."""
+    e = expected.strip()
+    if " " in e or e.lower() not in question.lower():
+        return None
+    options = {t for t in re.findall(r"[\w.\-]+", question) if t.lower() != e.lower() and _shape(t) == _shape(e)}
+    text = answer.lower()
+    at = text.find(e.lower())
+    firsts = [(text.find(o.lower()), o) for o in options if 0 <= text.find(o.lower()) < at]
+    return min(firsts)[1] if firsts else None
+
+
 def decide(
     test: GoldenTest,
     anchor_ids: tuple[str, ...],
@@ -172,6 +189,10 @@ def decide(
             return v("fail", f"refused, then answered anyway: {quoted}", unsure=unsure)
         return v("fail", f"answered instead of refusing: {answer.text[:120]!r}", unsure=unsure)
     m = answer_matches(answer.text, test.expected_answer, test.question)
+    rival = _rival_first(answer.text, test.expected_answer, test.question) if m.matched else None
+    if rival:
+        return v("fail", f"names {rival!r} before {test.expected_answer!r}, both options of the question: which one it "
+                         f"gives as the answer is for a judge to read", unsure=True)
     stating = [i for i, r in enumerate(readings) if answer_matches(r.clause, test.expected_answer, test.question).matched]
     if m.matched and stating and _disowned(readings, stating):
         return v("fail", f"cites {test.expected_answer!r} as what the documents say, then answers otherwise: "
@@ -180,10 +201,10 @@ def decide(
         return v("pass", f"answer matches expected ({m.how})", how=m.how)
     if m.matched and all(readings[i].hedge for i in stating):
         return v("fail", f"states {test.expected_answer!r} only as a guess: {readings[stating[0]].clause[:120]!r}")
-    if refused:
+    stated = set(numbers(digits(answer.text))) - set(numbers(digits(test.question)))
+    if refused and not stated:
         return v("fail", "refused although the evidence was retrieved")
     # A paraphrase that shares much of the expected answer is for a judge to read; without one it fails.
-    stated = set(numbers(digits(answer.text)))
     close = answer_matches(answer.text, test.expected_answer, test.question, share=0.5).matched or (
         bool(stated) and stated <= set(numbers(digits(test.expected_answer))))
     return v("fail", f"answer does not state {test.expected_answer!r}: {answer.text[:120]!r}", unsure=close)
