@@ -1,5 +1,7 @@
 """The corpus sensor and the nightly evaluation schedule."""
 
+from typing import Any
+
 import dagster as dg
 
 from ragpipe.corpus import scan_corpus
@@ -8,12 +10,25 @@ from ragpipe.settings import Settings
 from assets.resources import RagpipeResource
 
 EVAL_ASSETS = ["retrievals", "answers", "verdicts"]
+# Runs launched by the daemon log to the `make ui` console: progress at INFO, not every Dagster event (those stay in
+# the run's event log in the UI). Named jobs also give the runs a target in the UI's Runs list.
+QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+
+
+def corpus_job() -> Any:
+    return dg.define_asset_job("corpus_change", selection=dg.AssetSelection.assets("corpus").downstream(), config=QUIET,
+                               description="What a corpus change makes stale: the corpus and everything below it.")
+
+
+def nightly_job() -> Any:
+    return dg.define_asset_job("nightly_evaluation_job", selection=dg.AssetSelection.assets(*EVAL_ASSETS), config=QUIET,
+                               description="Retrievals, answers and verdicts again: a hosted LLM can drift.")
 
 
 def build_corpus_sensor(settings: Settings) -> dg.SensorDefinition:
     @dg.sensor(
         name="corpus_sensor",
-        target=dg.AssetSelection.assets("corpus").downstream(),
+        target=corpus_job(),
         minimum_interval_seconds=settings.automation.corpus_sensor_interval_s,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Watches the corpus directory by content hash (not mtime): one run per real change "
@@ -52,7 +67,7 @@ def _ingested_manifest(context: dg.SensorEvaluationContext) -> str | None:
 def build_nightly_schedule(settings: Settings) -> dg.ScheduleDefinition:
     return dg.ScheduleDefinition(
         name="nightly_evaluation",
-        target=dg.AssetSelection.assets(*EVAL_ASSETS),
+        target=nightly_job(),
         cron_schedule=settings.automation.nightly_cron,
         execution_timezone=settings.automation.timezone,
         default_status=dg.DefaultScheduleStatus.RUNNING,

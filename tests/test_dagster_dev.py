@@ -453,6 +453,11 @@ def test_a_deleted_anchor_document_under_the_running_daemon(tmp_path: Path) -> N
         after = {r["runId"]: r["status"] for r in dev.gql(RUNS)["runsOrError"]["results"]}
         assert set(after) == set(runs), run_overview(dev)
         assert len(corpus_runs()) == 1
+        assert corpus_runs()[0]["jobName"] == "corpus_change"  # the run's target in the Runs list
+    # `make ui` stays readable: the run logs its progress at INFO, not each Dagster event at DEBUG (only the step
+    # workers' own start lines remain, one per step)
+    console = dev.log.read_text(encoding="utf-8", errors="replace")
+    assert console.count(" - DEBUG - ") <= len(ASSETS) + 1, console.count(" - DEBUG - ")
 
     with connect(p.settings().duckdb_path, read_only=True) as con:
         rows = con.execute("SELECT question_id, verdict, reason, stale_reason FROM latest_verdicts").fetchall()
