@@ -31,7 +31,8 @@ def golden(p) -> dict[str, dict]:
     return {json.loads(x)["question_id"]: json.loads(x) for x in p.golden.read_text().splitlines() if x.strip()}
 
 
-def test_a_deleted_trap_document_makes_only_its_tests_not_run(base: Path, tmp_path: Path) -> None:
+def test_a_deleted_trap_document_makes_only_its_tests_not_run(base: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     p = copy_project(base, tmp_path / "proj")
     before = verdicts(p)
     gone = "policies/password-policy-2020.txt"
@@ -48,9 +49,10 @@ def test_a_deleted_trap_document_makes_only_its_tests_not_run(base: Path, tmp_pa
     assert {q: v for q, v in after.items() if q not in hit} == {q: v for q, v in before.items() if q not in hit}
     import dagster as dg
 
-    from assets.runner import project_instance
-
-    instance = project_instance(p.root)
+    # The project's own instance (its dagster.yaml's relative paths resolve from its root), whatever DAGSTER_HOME
+    # says (`make test` sets it to the repository).
+    monkeypatch.chdir(p.root)
+    instance = dg.DagsterInstance.from_config(str(p.root))
     key = dg.AssetCheckKey(dg.AssetKey("stamps"), "anchors_found")
     record = instance.event_log_storage.get_latest_asset_check_execution_by_key([key])[key]
     evaluation = record.event.dagster_event.event_specific_data
