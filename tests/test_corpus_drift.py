@@ -76,7 +76,7 @@ def test_a_reworded_quote_says_where_and_proposes_the_closest_passage(base: Path
     code, out = ragpipe_cli(p.root, "golden", "restamp").finish(300)
     assert code == 0 and f"ragpipe golden restamp --accept {hit[0]}" in out, out
     code, out = ragpipe_cli(p.root, "golden", "restamp", "--accept", hit[0]).finish(300)
-    assert code == 0 and out.count(f"+") >= 1 and "rewrote" in out, out
+    assert code == 0 and out.count("+") >= 1 and "rewrote" in out, out
     assert golden(p)[hit[0]]["trap_quote" if hit[0].startswith("neg") else "evidence_quote"] == new
     ci(p)
     assert verdicts(p)[hit[0]][0] != "did_not_run" or "not retrieved" in verdicts(p)[hit[0]][1]
