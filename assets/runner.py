@@ -7,6 +7,7 @@ import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
@@ -60,6 +61,14 @@ class AssetState:
     failure: str | None = None  # its latest planned materialization failed: "<error> (run <id>, <time>)"
 
 
+def step_error(err: Any) -> tuple[str, str]:
+    """(class, message) of the error a step failed with, under Dagster's wrapper (and a dg.Failure's cause)."""
+    root = err.cause or err
+    while root.cause is not None and "DagsterExecutionStepExecutionError" in root.cls_name:
+        root = root.cause
+    return root.cls_name, root.message.strip().split(": ", 1)[-1]
+
+
 def last_failure(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None:
     """When the newest run that planned to materialize `key` failed at it: its error's first line, the run and time."""
     import datetime as dt
@@ -76,14 +85,11 @@ def last_failure(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None:
         ev = record.dagster_event
         if ev is None or ev.step_key != key.to_user_string() or not ev.step_failure_data or not ev.step_failure_data.error:
             continue
-        err = ev.step_failure_data.error
-        root = err.cause or err
-        while root.cause is not None and "DagsterExecutionStepExecutionError" in root.cls_name:
-            root = root.cause
-        lines = root.message.strip().split(": ", 1)[-1].splitlines()
+        cls, message = step_error(ev.step_failure_data.error)
+        lines = message.splitlines()
         first = lines[0] + (f" {lines[1].strip()}" if lines[0].endswith(":") and len(lines) > 1 else "")
         when = dt.datetime.fromtimestamp(record.timestamp, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        return f"{root.cls_name}: {first} (run {info.run_id[:8]}, {when})"
+        return f"{cls}: {first} (run {info.run_id[:8]}, {when})"
     return None
 
 

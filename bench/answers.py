@@ -21,7 +21,7 @@ if str(HERE) not in sys.path:
     sys.path.append(str(HERE))  # after PYTHONPATH: another checkout's ragpipe wins when given
 
 from ragpipe.answer import Answer  # noqa: E402
-from ragpipe.golden import GoldenTest  # noqa: E402
+from ragpipe.golden import GoldenTest, load_golden  # noqa: E402
 from ragpipe.settings import AnswererSettings  # noqa: E402
 from ragpipe.verdict import decide  # noqa: E402
 
@@ -32,16 +32,7 @@ SQUAD = HERE.parent / "shared" / "data" / "squad2_dev" / "golden_squad.json"
 
 
 def golden_tests(path: Path) -> dict[str, GoldenTest]:
-    out = {}
-    text = path.read_text()
-    objects = json.loads(text) if text.lstrip().startswith("[") else [json.loads(x) for x in text.splitlines() if x.strip()]
-    for o in objects:
-        if o:
-            out[o["question_id"]] = GoldenTest(
-                o["question_id"], o["question"], o["expected_answer"], o["kind"], 0, ["anchor"],
-                o.get("trap_quote") or o.get("evidence_quote"), o.get("trap_source") or o.get("evidence_source"),
-                o.get("trap_value"), "tag", "2026-01-01")
-    return out
+    return {t.question_id: t for t in load_golden(path).tests}
 
 
 def main() -> None:

@@ -88,14 +88,13 @@ class _WithoutStackTraces:
 
 def failure_lines(result: Any) -> list[str]:
     """One line per failed step: the asset and its error's own message (a GoldenSetError lists its problems)."""
+    from assets.runner import step_error
+
     out = []
     for ev in result.all_events:
         if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
-            err = ev.step_failure_data.error
-            root = err.cause or err
-            while root.cause is not None and "DagsterExecutionStepExecutionError" in root.cls_name:
-                root = root.cause
-            out.append(f"{ev.step_key} failed: {root.cls_name}: {root.message.strip().split(': ', 1)[-1]}")
+            cls, message = step_error(ev.step_failure_data.error)
+            out.append(f"{ev.step_key} failed: {cls}: {message}")
     return out or [f"run {result.run_id} failed before any step ran"]
 
 
@@ -169,46 +168,28 @@ def _eval_summary(settings: Settings) -> Any:
         return load_summary(con)
 
 
-def _write_reports(args: argparse.Namespace, summary: Any, block: tuple[str, ...]) -> None:
-    from ragpipe.report import render_junit, render_markdown
-
+def _write_reports(args: argparse.Namespace, junit: str, markdown: str) -> None:
+    """--junit and --markdown files, and $GITHUB_STEP_SUMMARY when set."""
     if getattr(args, "junit", None):
-        Path(args.junit).write_text(render_junit(summary), encoding="utf-8")
+        Path(args.junit).write_text(junit, encoding="utf-8")
         print(f"JUnit XML written to {args.junit}")
-    md = render_markdown(summary, block)
     if getattr(args, "markdown", None):
-        Path(args.markdown).write_text(md, encoding="utf-8")
+        Path(args.markdown).write_text(markdown, encoding="utf-8")
         print(f"Markdown summary written to {args.markdown}")
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         with open(step_summary, "a", encoding="utf-8") as fh:
-            fh.write(md)
-
-
-def _write_failure_reports(args: argparse.Namespace, failures: list[str]) -> None:
-    """The evaluation did not complete: JUnit and Markdown still get written, with the error as a failed case (the
-    previous verdicts are not reported as this run's)."""
-    from ragpipe.report import render_failure_junit, render_failure_markdown
-
-    if getattr(args, "junit", None):
-        Path(args.junit).write_text(render_failure_junit(failures), encoding="utf-8")
-        print(f"JUnit XML written to {args.junit}")
-    md = render_failure_markdown(failures)
-    if getattr(args, "markdown", None):
-        Path(args.markdown).write_text(md, encoding="utf-8")
-        print(f"Markdown summary written to {args.markdown}")
-    if os.environ.get("GITHUB_STEP_SUMMARY"):
-        with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as fh:
-            fh.write(md)
+            fh.write(markdown)
 
 
 def cmd_ci(args: argparse.Namespace) -> int:
-    from ragpipe.report import render_text
+    from ragpipe.report import (render_failure_junit, render_failure_markdown, render_junit, render_markdown,
+                                render_text)
 
     settings = _settings(args)
     failures = _bring_up_to_date(args, "ci")
-    if failures:
-        _write_failure_reports(args, failures)
+    if failures:  # still the reports, with the error as a failed case, never the older verdicts as this run's
+        _write_reports(args, render_failure_junit(failures), render_failure_markdown(failures))
         return 1
     summary = _eval_summary(settings)
     if summary is None:
@@ -216,7 +197,7 @@ def cmd_ci(args: argparse.Namespace) -> int:
         return 1
     block = tuple(args.block.split(",")) if args.block else settings.gate.block
     print(render_text(summary, block))
-    _write_reports(args, summary, block)
+    _write_reports(args, render_junit(summary), render_markdown(summary, block))
     return 1 if summary.blocking(block) else 0
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from ragpipe.answer import Answer
-from ragpipe.golden import GoldenTest
+from ragpipe.golden import GoldenTest, load_golden
 from ragpipe.verdict import Verdict, decide
 
 from conftest import EXAMPLES, ROOT
@@ -33,16 +33,7 @@ SETS = ("bundled_labelled.jsonl", "realdocs_labelled.jsonl", "heldout_labelled.j
 
 
 def _tests(path: Path) -> dict[str, GoldenTest]:
-    out = {}
-    text = path.read_text()
-    objects = json.loads(text) if text.lstrip().startswith("[") else [json.loads(x) for x in text.splitlines() if x.strip()]
-    for o in objects:
-        if o:
-            out[o["question_id"]] = GoldenTest(
-                o["question_id"], o["question"], o["expected_answer"], o["kind"], 0, ["anchor"],
-                o.get("trap_quote") or o.get("evidence_quote"), o.get("trap_source") or o.get("evidence_source"),
-                o.get("trap_value"), "tag", "2026-01-01")
-    return out
+    return {t.question_id: t for t in load_golden(path).tests}
 
 
 SQUAD = ROOT.parent / "shared" / "data" / "squad2_dev" / "golden_squad.json"
