@@ -7,6 +7,7 @@ import dagster as dg
 from ragpipe.settings import load_settings, settings_path
 
 from assets.automation import automation_sensor
+from assets.currency import build_currency_checks, checked_keys, currency_sensor
 from assets.evaluate import build_eval_assets
 from assets.ingest import build_ingest_assets
 from assets.niah import build_niah_assets
@@ -33,16 +34,19 @@ def build_definitions(path: str | None = None) -> dg.Definitions:
     source = settings_path(path).resolve()
     settings = load_settings(source)
     all_assets = [*build_ingest_assets(settings), *build_eval_assets(settings), *build_niah_assets(settings)]
+    resources = {"ragpipe": RagpipeResource(settings_path=str(source))}
+    graph = dg.Definitions(assets=all_assets, resources=resources).resolve_asset_graph()
     return dg.Definitions(
         assets=all_assets,
+        asset_checks=[build_currency_checks(checked_keys(graph))],
         jobs=[
             dg.define_asset_job("ragpipe_job", selection=dg.AssetSelection.all() - dg.AssetSelection.groups("niah"),
                                 description="The whole graph (less the on-demand niah group)."),
             dg.define_asset_job("niah_job", selection=dg.AssetSelection.groups("niah"),
                                 description="Needle in a haystack: haystacks, trials, report (on demand)."),
         ],
-        sensors=[automation_sensor(), build_corpus_sensor(settings)],
+        sensors=[automation_sensor(), build_corpus_sensor(settings), currency_sensor()],
         schedules=[build_nightly_schedule(settings)],
-        resources={"ragpipe": RagpipeResource(settings_path=str(source))},
+        resources=resources,
         loggers={"console": CONSOLE},
     )

@@ -221,7 +221,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from assets.runner import asset_states
 
     settings = _settings(args)
-    states = asset_states(build_definitions(str(settings.source)), _instance(settings))
+    states = asset_states(build_definitions(str(settings.source)).resolve_asset_graph(), _instance(settings))
     width = max(len(s.key) for s in states)
     for s in states:
         print(f"{s.key:<{width}}  {s.status}")

@@ -40,7 +40,7 @@ def test_automation_tick_by_tick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     requested, cursor = tick(p, cursor)
     assert requested == set()
     # what `ragpipe status` shows: the whole chain, not only the first asset
-    states = {s.key: s for s in asset_states(build_definitions(str(p.settings_file)), p.instance)}
+    states = {s.key: s for s in asset_states(build_definitions(str(p.settings_file)).resolve_asset_graph(), p.instance)}
     assert states["chunks"].status == "stale" and any("code version" in c for c in states["chunks"].causes)
     assert {k for k, s in states.items() if s.status != "fresh"} == DOWNSTREAM_OF_CHUNKS
 
@@ -58,7 +58,7 @@ def test_automation_tick_by_tick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     for _ in range(3):
         requested, cursor = tick(p, cursor)
         assert requested == set()
-    states = {s.key: s for s in asset_states(build_definitions(str(p.settings_file)), p.instance)}
+    states = {s.key: s for s in asset_states(build_definitions(str(p.settings_file)).resolve_asset_graph(), p.instance)}
     assert states["chunks"].failure and "RuntimeError: disk full" in states["chunks"].failure
     p.configure(max_characters=450)
     requested, cursor = tick(p, cursor)
@@ -67,7 +67,7 @@ def test_automation_tick_by_tick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     p.materialize(sorted(DOWNSTREAM_OF_CHUNKS))
     requested, cursor = tick(p, cursor)
     assert requested == set()
-    states = {s.key: s for s in asset_states(build_definitions(str(p.settings_file)), p.instance)}
+    states = {s.key: s for s in asset_states(build_definitions(str(p.settings_file)).resolve_asset_graph(), p.instance)}
     assert states["chunks"].failure is None
 
     # an embedder change: embeddings and below, never chunks
@@ -129,6 +129,7 @@ def test_definitions_declare_sensors_running_and_nightly_schedule(tmp_path: Path
     defs = build_definitions(str(p.settings_file))
     assert defs.get_sensor_def("ragpipe_automation").default_status == dg.DefaultSensorStatus.RUNNING
     assert defs.get_sensor_def("corpus_sensor").default_status == dg.DefaultSensorStatus.RUNNING
+    assert defs.get_sensor_def("ragpipe_currency").default_status == dg.DefaultSensorStatus.RUNNING
     schedule = defs.get_schedule_def("nightly_evaluation")
     assert schedule.cron_schedule == "0 3 * * *"
     assert schedule.tags["ragpipe/trigger"] == "scheduled"
@@ -214,3 +215,54 @@ def test_an_embedder_switch_builds_its_model_before_taking_the_writer_lock(tmp_p
     monkeypatch.setattr(embed, "prepare", spy)
     p.materialize(["embeddings"])
     assert seen and seen[0] > 0
+
+
+def _currency_tick(p: Project) -> tuple[set[str], dict[str, tuple[bool, str]]]:
+    """One tick of the real currency sensor; returns the assets it reported and every inputs_current result."""
+    from assets.currency import CHECK_NAME, currency_sensor
+
+    defs = build_definitions(str(p.settings_file))
+    ctx = dg.build_sensor_context(instance=p.instance, repository_def=defs.get_repository_def())
+    skip = currency_sensor()(ctx)
+    reported = set() if skip.skip_message == "no change" else set(skip.skip_message.split(" for ", 1)[1].split(", "))
+    keys = [k for k in defs.resolve_asset_graph().asset_check_keys if k.name == CHECK_NAME]
+    latest = p.instance.event_log_storage.get_latest_asset_check_execution_by_key(keys)
+    results = {}
+    for k, rec in latest.items():
+        data = rec.event.dagster_event.event_specific_data
+        results[k.asset_key.to_user_string()] = (data.passed, data.description)
+    return reported, results
+
+
+def test_staleness_down_the_chain_as_a_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A settings change shows on every asset below it at once (inputs_current fails), not only on the first."""
+    p = make_project(tmp_path / "cur")
+    p.materialize()  # the run executes inputs_current too: everything current
+    reported, results = _currency_tick(p)
+    assert reported == set()
+    assert len(results) == 8 and all(passed for passed, _ in results.values())
+
+    p.configure(max_characters=500)
+    reported, results = _currency_tick(p)
+    assert reported == DOWNSTREAM_OF_CHUNKS
+    assert results["documents"][0] and results["golden_set"][0]
+    passed, why = results["verdicts"]
+    assert not passed and why.startswith("NOT CURRENT") and "chunks" in why and "code version" in why
+    assert _currency_tick(p)[0] == set()  # reported once, not every tick
+
+    # the run fails at chunks: still not current, and the reason says so on every asset below it
+    import ragpipe.ingest
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(ragpipe.ingest, "chunk_documents", broken)
+    assert not materialize(str(p.settings_file), sorted(DOWNSTREAM_OF_CHUNKS), p.instance).success
+    monkeypatch.undo()
+    reported, results = _currency_tick(p)
+    assert not results["verdicts"][0] and "the latest attempt at chunks failed: RuntimeError: disk full" in results["verdicts"][1]
+    assert results["golden_set"][0]
+
+    p.materialize(sorted(DOWNSTREAM_OF_CHUNKS))
+    reported, results = _currency_tick(p)
+    assert all(passed for passed, _ in results.values()), results

@@ -33,7 +33,7 @@ from conftest import ROOT, Project, make_project
 pytestmark = pytest.mark.timeout(400)
 
 ASSETS = {"corpus", "documents", "chunks", "embeddings", "golden_set", "stamps", "retrievals", "answers", "verdicts"}
-CHECKS = {"no_failures", "every_test_ran", "verified_under_current_embedder", "golden_stamps_current"}
+CHECKS = {"no_failures", "every_test_ran", "verified_under_current_embedder", "golden_stamps_current", "inputs_current"}
 LOCATION = "ragpipe"  # [tool.dagster] code_location_name in pyproject.toml
 # A slice of the bundled corpus (Markdown, HTML, text) and the golden tests anchored in it: the same graph as the
 # full example at a fraction of the parsing and embedding time. (Every format, PDF included, is covered by the
@@ -358,6 +358,7 @@ def test_dagster_dev_over_graphql(tmp_path: Path) -> None:
         sensors = {s["name"]: s["sensorState"]["status"] for s in inst["sensorsOrError"]["results"]}
         assert sensors.get("ragpipe_automation") == "RUNNING", sensors
         assert sensors.get("corpus_sensor") == "RUNNING", sensors
+        assert sensors.get("ragpipe_currency") == "RUNNING", sensors
         assert inst["schedulesOrError"]["__typename"] == "Schedules", inst["schedulesOrError"]
         schedules = {s["name"]: s for s in inst["schedulesOrError"]["results"]}
         assert "nightly_evaluation" in schedules, schedules

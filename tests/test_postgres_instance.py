@@ -38,7 +38,7 @@ pytestmark = pytest.mark.timeout(300)
 
 VARIANT = ROOT / "deploy" / "postgres" / "dagster.yaml"
 URL_ENV, REQUIRE_ENV = "RAGPIPE_TEST_POSTGRES_URL", "RAGPIPE_REQUIRE_POSTGRES"
-SENSORS = {"corpus_sensor", "ragpipe_automation"}
+SENSORS = {"corpus_sensor", "ragpipe_automation", "ragpipe_currency"}
 SCHEDULE = "nightly_evaluation"
 
 
@@ -344,7 +344,7 @@ def test_daemon_ticks_sensors_and_keeps_schedule_state_in_postgres(deployment: D
     d = deployment
     t0 = time.monotonic()
     with dagster_daemon(d) as log, dg.DagsterInstance.get() as instance:
-        # Both sensors (declared RUNNING) tick and the schedule's state is stored, all in PostgreSQL.
+        # The sensors (declared RUNNING) tick and the schedule's state is stored, all in PostgreSQL.
         def ticked() -> dict[str, tuple[Any, list[Any]]] | None:
             seen = instigators(instance)
             return seen if all(seen.get(s, (None, []))[1] for s in SENSORS) and SCHEDULE in seen else None
@@ -381,7 +381,7 @@ def test_daemon_ticks_sensors_and_keeps_schedule_state_in_postgres(deployment: D
     rows = d.pg.query("SELECT selector_id, instigator_type, status FROM instigators")
     assert {states[r[0]][0]: (r[1], r[2]) for r in rows if r[0] in states} == {
         "corpus_sensor": ("SENSOR", "DECLARED_IN_CODE"), "ragpipe_automation": ("SENSOR", "DECLARED_IN_CODE"),
-        SCHEDULE: ("SCHEDULE", "DECLARED_IN_CODE")}
+        "ragpipe_currency": ("SENSOR", "DECLARED_IN_CODE"), SCHEDULE: ("SCHEDULE", "DECLARED_IN_CODE")}
     ticks = d.pg.query("SELECT selector_id, count(*) FROM job_ticks WHERE type = 'SENSOR' GROUP BY selector_id")
     assert {states[r[0]][0] for r in ticks if r[1] >= 1} == SENSORS
     daemons = {r[0] for r in d.pg.query("SELECT daemon_type FROM daemon_heartbeats")}
