@@ -9,7 +9,7 @@ import dagster as dg
 from ragpipe import evaluate
 from ragpipe.golden import GoldenSetError
 from ragpipe.objstore import ObjectStoreError
-from ragpipe.report import load_summary, render_markdown
+from ragpipe.report import changes_table, load_summary, render_markdown
 from ragpipe.settings import Settings, SettingsError
 
 from assets.automation import RAGPIPE_CONDITION, RETRY_POLICY
@@ -175,7 +175,7 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
             with _recorded(context, con):
-                stats = evaluate.answer_stage(s, con, context.run.run_id, log=context.log.info)
+                stats = evaluate.answer_stage(s, con, context.run.run_id, log=context.log.info, trigger=_trigger(context))
         return dg.MaterializeResult(metadata=stats)
 
     @dg.asset(
@@ -194,7 +194,7 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
             with _recorded(context, con):
-                stats = evaluate.verdict_stage(s, con, context.run.run_id, log=context.log.info)
+                stats = evaluate.verdict_stage(s, con, context.run.run_id, log=context.log.info, trigger=_trigger(context))
             summary = load_summary(con)
             stale_stamps = con.execute(
                 "SELECT count(*) FROM latest_stamps WHERE chunker_tag = ? AND status IN ('moved', 'split', 'new')",
@@ -227,6 +227,9 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "summary": dg.MetadataValue.md(render_markdown(summary, s.gate.block)),
                 "did_not_run_tests": dg.MetadataValue.md(_table(dnr, ("test", "reason"))),
                 "unverified_tests": dg.MetadataValue.md(_table(unv, ("test", "validated under"))),
+                "changed_since_last_run": dg.MetadataValue.md(
+                    "\n".join(changes_table(summary.changes)) if summary.changes else "(none)"),
+                "changed": len(summary.changes),
                 "chunker_tag": summary.chunker_tag,
                 "embedder_tag": summary.embedder_tag,
             },

@@ -12,6 +12,7 @@ from typing import Any
 
 from ragpipe.export import ExportError
 from ragpipe.golden import GoldenSetError
+from ragpipe.history import UnknownTest
 from ragpipe.objstore import ObjectStoreError
 from ragpipe.settings import SETTINGS_ENV, Settings, SettingsError, load_settings
 from ragpipe.warehouse import WarehouseBusy
@@ -26,6 +27,7 @@ Examples:
   ragpipe golden validate           check the golden set file, listing every problem with line and field
   ragpipe golden restamp --write    re-stamp trap/evidence chunk ids after re-chunking (a reviewable diff)
   ragpipe score --answers FILE.jsonl score answers produced elsewhere with the same verdict rule
+  ragpipe history neg_03            one test's verdict over time, with the cause of each change
   ragpipe sql "SELECT * FROM latest_verdicts"   read-only SQL over the warehouse
   ragpipe export --to s3://bucket/ragpipe       every table and view as Parquet (a local directory works too)
   ragpipe niah run                  needle-in-a-haystack grid ([niah] settings): trials, heatmaps, effective length
@@ -447,6 +449,34 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 1 if any(v.verdict in block or ("unverified" in block and v.unverified) for v in verdicts) else 0
 
 
+def cmd_history(args: argparse.Namespace) -> int:
+    from ragpipe.history import history
+    from ragpipe.warehouse import connect
+
+    settings = _settings(args)
+    with connect(settings.duckdb_path, read_only=True, wait_s=args.wait) as con:
+        rows = history(con, args.question_id, args.limit)
+        question = con.execute("SELECT question, kind FROM golden_tests WHERE question_id = ?", [args.question_id]).fetchone()
+    print(f"{args.question_id} ({question[1]}): {question[0]}" if question else
+          f"{args.question_id} (no longer in the golden set)")
+    print(f"{'judged':<17} {'run':<9} {'trigger':<9} {'verdict':<12} {'rank':>4}  change")
+    for r in rows:
+        rank = "-" if r.anchor_rank is None else str(r.anchor_rank)
+        change = ""
+        if r.changed:
+            parts = [] if r.old_verdict is None or r.old_verdict == r.verdict else [f"{r.old_verdict} -> {r.verdict}"]
+            if r.old_verdict is not None and r.old_anchor_rank != r.anchor_rank:
+                parts.append(f"rank {'-' if r.old_anchor_rank is None else r.old_anchor_rank} -> {rank}")
+            if r.old_unverified is not None and r.old_unverified != r.unverified:
+                parts.append("now unverified" if r.unverified else "verified again")
+            change = "; ".join(parts + [f"cause: {r.cause}" if parts else r.cause])
+        flag = "*" if r.unverified else " "
+        print(f"{r.started_at:%Y-%m-%d %H:%M}  {r.eval_run_id[:8]:<9} {r.trigger or '':<9} {r.verdict:<11}{flag} {rank:>4}  {change}")
+    if rows and rows[-1].unverified:
+        print("* unverified under the embedder of that run")
+    return 0
+
+
 def cmd_niah_run(args: argparse.Namespace) -> int:
     from assets.runner import materialize
 
@@ -625,6 +655,22 @@ A line of the answers file:
     niah.set_defaults(func=lambda a: (niah.print_help(), 2)[1])
 
     p = sub.add_parser(
+        "history",
+        help="one test's verdict over time, with the cause of each change",
+        description="Every judged run of one test, oldest first: verdict, anchor rank (the rank of its trap or evidence "
+        "chunk in the retrieved set; - when not retrieved), the run's trigger, and for each change since the previous "
+        "run on the same golden set what differed between the two runs' inputs: the golden line, the anchor document, "
+        "other documents, chunker, embedder, retriever or answerer settings, or nothing upstream (the answerer "
+        "drifted). The same rows are in the verdict_timeline and verdict_changes views.",
+        epilog="Examples:\n  ragpipe history neg_03\n  ragpipe history neg_03 --limit 10",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("question_id", help="the test's question_id in the golden set")
+    p.add_argument("--limit", type=int, help="only the newest N runs")
+    p.add_argument("--wait", type=float, default=10.0, help="seconds to wait while a run holds the writer lock (default 10)")
+    p.set_defaults(func=cmd_history)
+
+    p = sub.add_parser(
         "sql",
         help="read-only SQL over the warehouse",
         description="Runs one read-only query against the DuckDB warehouse (no query: an interactive prompt, or the "
@@ -682,7 +728,7 @@ def main(argv: list[str] | None = None) -> int:
     except GoldenSetError as exc:
         print(f"ragpipe: {exc}", file=sys.stderr)
         return 2 if args.func is cmd_score else 1
-    except (ObjectStoreError, ExportError) as exc:
+    except (ObjectStoreError, ExportError, UnknownTest) as exc:
         print(f"ragpipe: {exc}", file=sys.stderr)
         return 2
     except WarehouseBusy as exc:

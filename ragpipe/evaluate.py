@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import time
 from typing import Any, Callable
@@ -142,21 +143,33 @@ def retrieve_stage(
         results.append((t.question_id, hits))
     m = metrics([[h.chunk_id for h in hits] for _, hits in results],
                 [set(anchors.get(qid, ((), "", ""))[0]) for qid, _ in results], k)
-    golden_sha = con.execute("SELECT any_value(golden_sha256) FROM golden_tests").fetchone()[0] or ""
+    golden_sha, golden_path = con.execute("SELECT any_value(golden_sha256), any_value(golden_path) FROM golden_tests").fetchone()
     with transaction(con):
         con.execute("DELETE FROM retrievals WHERE eval_run_id = ?", [run_id])
         con.execute("DELETE FROM eval_runs WHERE eval_run_id = ?", [run_id])
         con.execute(
             "INSERT INTO eval_runs (eval_run_id, started_at, chunker_tag, embedder_tag, retriever, golden_sha256, n_tests, "
-            "trigger, hit_at_k, mrr, recall_at_k, k) VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [run_id, settings.chunker_tag, emb.tag, json.dumps(dataclasses.asdict(settings.retriever)), golden_sha,
-             len(tests), trigger, m["hit_at_k"], m["mrr"], m["recall_at_k"], k],
+            "trigger, hit_at_k, mrr, recall_at_k, k, golden_path, corpus_digest) VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [run_id, settings.chunker_tag, emb.tag, json.dumps(dataclasses.asdict(settings.retriever)), golden_sha or "",
+             len(tests), trigger, m["hit_at_k"], m["mrr"], m["recall_at_k"], k, golden_path, corpus_digest(con)],
         )
         rows = [[run_id, qid, h.rank, h.chunk_id, h.score] for qid, hits in results for h in hits]
         if rows:
             con.executemany("INSERT INTO retrievals VALUES (?, ?, ?, ?, ?)", rows)
     log(f"retrieved top-{k} ({mode}) for {len(tests)} questions: hit@{k}={m['hit_at_k']:.3f} MRR={m['mrr']:.3f}")
     return {"eval_run_id": run_id, "questions": len(tests), "mode": mode, "vector_index": vector_index, **m}
+
+
+def corpus_digest(con: duckdb.DuckDBPyConnection) -> str:
+    """One hash of every parsed document's id and content hash: equal digests, equal corpus."""
+    rows = con.execute("SELECT doc_id, sha256 FROM documents ORDER BY doc_id").fetchall()
+    return hashlib.sha256("\n".join(f"{d}\t{h}" for d, h in rows).encode()).hexdigest()[:16]
+
+
+def test_sha(t: GoldenTest) -> str:
+    """The test's own content (not its stamps or validation date): an edit of the golden line changes it."""
+    own = [t.kind, t.question, t.expected_answer, t.trap_value, t.quote, t.source]
+    return hashlib.sha256(json.dumps(own).encode()).hexdigest()[:16]
 
 
 def record_failure(con: duckdb.DuckDBPyConnection, run_id: str, asset: str, exc: BaseException) -> None:
@@ -180,14 +193,42 @@ def _latest(con: duckdb.DuckDBPyConnection, where: str) -> str:
     return row[0]
 
 
+def _fork(con: duckdb.DuckDBPyConnection, eval_run_id: str, run_id: str, trigger: str, answers: bool) -> str:
+    """A new eval run `run_id` that reuses the retrievals (and with `answers`, the answers) of `eval_run_id`.
+
+    Answering or judging again after a change below retrieval (the answerer, the judge) must not overwrite the
+    verdicts of a run that was already judged: they are history, and `verdict_changes` compares the two.
+    """
+    with transaction(con):
+        con.execute("INSERT INTO eval_runs SELECT * REPLACE (? AS eval_run_id, now() AS started_at, ? AS trigger, "
+                    "NULL AS verdict_run_id) FROM eval_runs WHERE eval_run_id = ?", [run_id, trigger, eval_run_id])
+        con.execute("INSERT INTO retrievals SELECT * REPLACE (? AS eval_run_id) FROM retrievals WHERE eval_run_id = ?",
+                    [run_id, eval_run_id])
+        if answers:
+            con.execute("INSERT INTO answers SELECT * REPLACE (? AS eval_run_id) FROM answers WHERE eval_run_id = ?",
+                        [run_id, eval_run_id])
+        else:
+            con.execute("UPDATE eval_runs SET answered_run_id = NULL WHERE eval_run_id = ?", [run_id])
+    return run_id
+
+
+def _judged_elsewhere(con: duckdb.DuckDBPyConnection, eval_run_id: str, run_id: str) -> bool:
+    row = con.execute("SELECT verdict_run_id FROM eval_runs WHERE eval_run_id = ?", [eval_run_id]).fetchone()
+    return row is not None and row[0] is not None and row[0] != run_id and eval_run_id != run_id
+
+
 def _public_answerer_settings(settings: Settings) -> str:
     """The answerer's settings as stored: the name of the key's variable, never its value."""
     return json.dumps(dataclasses.asdict(settings.answerer), sort_keys=True)
 
 
-def answer_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop) -> dict[str, Any]:
-    """Answer every question of the latest eval run from its retrieved chunks."""
+def answer_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop,
+                 trigger: str = "manual") -> dict[str, Any]:
+    """Answer every question of the latest eval run from its retrieved chunks (a new eval run when that one was
+    already judged: the answerer changed, or the nightly run re-answers)."""
     eval_run_id = _latest(con, "TRUE")
+    if _judged_elsewhere(con, eval_run_id, run_id):
+        eval_run_id = _fork(con, eval_run_id, run_id, trigger, answers=False)
     questions = dict(con.execute("SELECT question_id, question FROM golden_tests").fetchall())
     contexts: dict[str, list[str]] = {qid: [] for qid in questions}
     for qid, text in con.execute(
@@ -231,9 +272,28 @@ def answer_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str
     }
 
 
-def verdict_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop) -> dict[str, Any]:
-    """Judge every test of the latest answered eval run: pass, fail, did_not_run or error, plus unverified."""
+def anchor_rank(retrieved: list[str], anchor_ids: tuple[str, ...] | list[str]) -> int | None:
+    """1-based rank of the first anchor chunk in the retrieved list; None when no anchor chunk was retrieved."""
+    return next((i for i, cid in enumerate(retrieved, 1) if cid in set(anchor_ids)), None)
+
+
+def anchor_source_sha(con: duckdb.DuckDBPyConnection, chunker_tag: str, tests: list[GoldenTest]) -> dict[str, str | None]:
+    """Content hash of each test's anchor document: the one its stamp found the quote in (a renamed file is followed),
+    else the `source` its golden line names; None when that document is not in the corpus."""
+    found = dict(con.execute(
+        "SELECT s.question_id, d.sha256 FROM latest_stamps s JOIN documents d USING (doc_id) "
+        "WHERE s.chunker_tag = ? AND s.status <> 'missing'", [chunker_tag]).fetchall())
+    docs = dict(con.execute("SELECT doc_id, sha256 FROM documents").fetchall())
+    return {t.question_id: found.get(t.question_id) or docs.get(t.source or "") for t in tests}
+
+
+def verdict_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop,
+                  trigger: str = "manual") -> dict[str, Any]:
+    """Judge every test of the latest answered eval run: pass, fail, did_not_run or error, plus unverified (a new
+    eval run when that one was already judged by another run: the judge or the verdict rule changed)."""
     eval_run_id = _latest(con, "answered_run_id IS NOT NULL")
+    if _judged_elsewhere(con, eval_run_id, run_id):
+        eval_run_id = _fork(con, eval_run_id, run_id, trigger, answers=True)
     run = con.execute("SELECT chunker_tag, embedder_tag FROM eval_runs WHERE eval_run_id = ?", [eval_run_id]).fetchone()
     chunker_tag, embedder_tag = run
     anchors = current_anchors(con, chunker_tag)
@@ -260,14 +320,17 @@ def verdict_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: st
         if replies:
             log(f"the judge ({settings.judge.openai.model}) ruled on {len(replies)} answer(s) the rules could not settle")
     verdicts = [(t, replies[t.question_id][0] if t.question_id in replies else v) for t, v in verdicts]
+    sources = anchor_source_sha(con, chunker_tag, [t for t, _ in verdicts])
     with transaction(con):
         con.execute("DELETE FROM verdicts WHERE eval_run_id = ?", [eval_run_id])
         con.executemany(
             "INSERT INTO verdicts (eval_run_id, question_id, kind, verdict, reason, anchor_ids, anchor_retrieved, refused, "
-            "took_trap, matched_by, unverified, test_embedder_tag, judged_at, judge_reply) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?)",
+            "took_trap, matched_by, unverified, test_embedder_tag, judged_at, judge_reply, test_sha, source_sha, anchor_rank) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?, ?, ?, ?)",
             [[eval_run_id, v.question_id, v.kind, v.verdict, v.reason, list(v.anchor_ids), v.anchor_retrieved, v.refused,
-              v.took_trap, v.matched_by, v.unverified, t.embedder_tag, replies.get(t.question_id, (v, None))[1]]
+              v.took_trap, v.matched_by, v.unverified, t.embedder_tag, replies.get(t.question_id, (v, None))[1],
+              test_sha(t), sources[t.question_id],
+              anchor_rank(retrieved.get(t.question_id, []), v.anchor_ids)]
              for t, v in verdicts],
         )
         con.execute("UPDATE eval_runs SET verdict_run_id = ? WHERE eval_run_id = ?", [run_id, eval_run_id])

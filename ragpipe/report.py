@@ -1,5 +1,5 @@
-"""The CI summary of the latest eval run: counts, then FAIL / TEST DID NOT RUN / UNVERIFIED / STAMPS MOVED,
-as text, JUnit XML and Markdown, and the gate's decision."""
+"""The CI summary of the latest eval run: counts, then FAIL / TEST DID NOT RUN / UNVERIFIED / STAMPS MOVED /
+CHANGED SINCE LAST RUN, as text, JUnit XML and Markdown, and the gate's decision."""
 
 from __future__ import annotations
 
@@ -23,6 +23,48 @@ class Row:
 
 
 @dataclass
+class Change:
+    """One row of the verdict_changes view: a test whose verdict, unverified flag or anchor rank changed."""
+    question_id: str
+    old_verdict: str | None
+    new_verdict: str
+    old_rank: int | None
+    new_rank: int | None
+    old_unverified: bool | None
+    new_unverified: bool
+    cause: str
+
+    @property
+    def verdicts(self) -> str:
+        return f"{self.old_verdict or 'none'} -> {self.new_verdict}"
+
+    @property
+    def ranks(self) -> str:
+        return f"{_rank(self.old_rank)} -> {_rank(self.new_rank)}"
+
+    @property
+    def flags(self) -> str:
+        """'unverified', 'verified again' or '' when the unverified flag did not change."""
+        if self.old_unverified == self.new_unverified or self.old_unverified is None:
+            return ""
+        return "unverified" if self.new_unverified else "verified again"
+
+
+def _rank(rank: int | None) -> str:
+    return "-" if rank is None else str(rank)
+
+
+CHANGES_SQL = (
+    "SELECT question_id, old_verdict, new_verdict, old_anchor_rank, new_anchor_rank, old_unverified, new_unverified, "
+    "cause FROM verdict_changes WHERE eval_run_id = ? ORDER BY (old_verdict IS DISTINCT FROM new_verdict) DESC, question_id"
+)
+
+
+def load_changes(con: duckdb.DuckDBPyConnection, eval_run_id: str) -> list[Change]:
+    return [Change(*r) for r in con.execute(CHANGES_SQL, [eval_run_id]).fetchall()]
+
+
+@dataclass
 class EvalSummary:
     eval_run_id: str
     chunker_tag: str
@@ -33,6 +75,8 @@ class EvalSummary:
     rows: list[Row]
     stamp_changes: list[tuple[str, str, str, str]] = field(default_factory=list)  # qid, anchor, status, reason
     banner: str = "current"  # evaluation_status.banner: "current", or since when and why these verdicts are older
+    changes: list[Change] = field(default_factory=list)  # since the previous run on the same golden set
+    previous_run_id: str | None = None
 
     def count(self, verdict: str) -> int:
         return sum(r.verdict == verdict for r in self.rows)
@@ -66,7 +110,9 @@ def load_summary(con: duckdb.DuckDBPyConnection) -> EvalSummary | None:
         [run[1]],
     ).fetchall()
     status = con.execute("SELECT banner FROM evaluation_status").fetchone()
+    previous = con.execute("SELECT any_value(prev_eval_run_id) FROM verdict_timeline WHERE eval_run_id = ?", [run[0]]).fetchone()
     return EvalSummary(
+        changes=load_changes(con, run[0]), previous_run_id=previous[0] if previous else None,
         banner=status[0] if status else "current",
         eval_run_id=run[0], chunker_tag=run[1], embedder_tag=run[2], answerer=run[3] or "", retriever=json.loads(run[4]),
         metrics={"hit_at_k": run[5], "mrr": run[6], "recall_at_k": run[7], "k": run[8]}, rows=rows,
@@ -83,6 +129,7 @@ SECTIONS = (
 
 
 PASSING_NEGATIVES = "PASSING NEGATIVES, AND WHY"
+CHANGED = "CHANGED SINCE LAST RUN"
 
 
 def passing_negatives(s: EvalSummary) -> list[Row]:
@@ -119,6 +166,10 @@ def render_text(s: EvalSummary, block: tuple[str, ...]) -> str:
     if moved:
         lines.append(f"\nSTAMPS MOVED ({len(moved)})")
         lines += [f"  {qid:<10} {anchor} {status}: {reason}" for qid, anchor, status, reason in moved]
+    if s.previous_run_id:
+        lines.append(f"\n{CHANGED} (vs run {s.previous_run_id[:8]}: {len(s.changes)})")
+        lines += [f"  {c.question_id:<10} {c.verdicts:<24} rank {c.ranks:<8} {c.flags + '; ' if c.flags else ''}"
+                  f"cause: {c.cause}" for c in s.changes] or ["  (no verdict, flag or anchor rank changed)"]
     blocking = s.blocking(block)
     lines.append(
         f"\nGATE: {'BLOCKED' if blocking else 'OK'} ({len(blocking)} blocking test(s); blocking verdicts: {', '.join(block)})"
@@ -152,7 +203,17 @@ def render_markdown(s: EvalSummary, block: tuple[str, ...]) -> str:
     if moved:
         out += ["", f"### STAMPS MOVED ({len(moved)})", "", "| test | anchor | status | detail |", "|---|---|---|---|"]
         out += [f"| `{q}` | {a} | {st} | {rs.replace('|', '/')} |" for q, a, st, rs in moved]
+    if s.previous_run_id:
+        out += ["", f"### {CHANGED} (vs run `{s.previous_run_id[:8]}`: {len(s.changes)})", ""]
+        out += changes_table(s.changes) if s.changes else ["No verdict, unverified flag or anchor rank changed."]
     return "\n".join(out) + "\n"
+
+
+def changes_table(changes: list[Change]) -> list[str]:
+    """The Markdown table of flips, as in the CI summary and the verdicts materialization."""
+    rows = ["| test | verdict | anchor rank | flag | cause |", "|---|---|---|---|---|"]
+    return rows + [f"| `{c.question_id}` | {c.verdicts} | {c.ranks} | {c.flags} | {c.cause.replace('|', '/')} |"
+                   for c in changes]
 
 
 def render_junit(s: EvalSummary) -> str:
@@ -165,11 +226,17 @@ def render_junit(s: EvalSummary) -> str:
         errors=str(s.count("error")),
         skipped=str(s.count("did_not_run")),
     )
+    changed = {c.question_id: c for c in s.changes}
     for r in s.rows:
         case = ET.SubElement(suite, "testcase", classname=f"ragpipe.{r.kind}", name=r.question_id)
-        if r.verdict == "pass" and r.matched_by:
-            props = ET.SubElement(case, "properties")
-            ET.SubElement(props, "property", name="matched_by", value=r.matched_by)
+        props = {"matched_by": r.matched_by} if r.verdict == "pass" and r.matched_by else {}
+        if r.question_id in changed:
+            c = changed[r.question_id]
+            props.update(previous_verdict=c.old_verdict or "none", anchor_rank=c.ranks, change_cause=c.cause)
+        if props:
+            el = ET.SubElement(case, "properties")
+            for name, value in props.items():
+                ET.SubElement(el, "property", name=name, value=value)
         if r.verdict == "fail":
             ET.SubElement(case, "failure", message=r.reason).text = r.question
         elif r.verdict == "error":
