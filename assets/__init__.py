@@ -7,6 +7,7 @@ import dagster as dg
 from ragpipe.settings import load_settings, settings_path
 
 from assets.automation import automation_sensor
+from assets.compare import compare_job
 from assets.currency import build_currency_checks, checked_keys, currency_sensor
 from assets.evaluate import build_eval_assets
 from assets.ingest import build_ingest_assets
@@ -44,6 +45,7 @@ def build_definitions(path: str | None = None) -> dg.Definitions:
                                 description="The whole graph (less the on-demand niah group)."),
             dg.define_asset_job("niah_job", selection=dg.AssetSelection.groups("niah"),
                                 description="Needle in a haystack: haystacks, trials, report (on demand)."),
+            compare_job,
         ],
         sensors=[automation_sensor(), build_corpus_sensor(settings), currency_sensor()],
         schedules=[build_nightly_schedule(settings)],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -136,3 +137,19 @@ def materialize_stale(
     if not todo:
         return [], None
     return todo, materialize(settings_file, todo, instance, tags, multiprocess)
+
+
+def run_compare(settings_file: str, overrides: list[str], candidate: str, instance: dg.DagsterInstance) -> Any:
+    """The ragpipe_compare job in this process, on the project's instance (the run shows in the UI): the Comparison,
+    or the failed run's result."""
+    from ragpipe.compare import Comparison
+
+    job = build_definitions(settings_file).get_job_def("ragpipe_compare")
+    result = job.execute_in_process(
+        run_config={"ops": {"compare": {"config": {"overrides": overrides, "candidate": candidate}}},
+                    "loggers": {"console": {"config": {"log_level": "INFO"}}}},
+        instance=instance, tags={HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}, raise_on_error=False)
+    if not result.success:
+        return result  # the caller words the failure (cli.failure_lines)
+    out: Comparison = result.output_for_node("compare")
+    return out

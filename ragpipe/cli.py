@@ -27,6 +27,7 @@ Examples:
   ragpipe golden validate           check the golden set file, listing every problem with line and field
   ragpipe golden restamp --write    re-stamp trap/evidence chunk ids after re-chunking (a reviewable diff)
   ragpipe score --answers FILE.jsonl score answers produced elsewhere with the same verdict rule
+  ragpipe compare --set embedder.name=minilm-static   what a candidate would do, changing nothing
   ragpipe history neg_03            one test's verdict over time, with the cause of each change
   ragpipe sql "SELECT * FROM latest_verdicts"   read-only SQL over the warehouse
   ragpipe export --to s3://bucket/ragpipe       every table and view as Parquet (a local directory works too)
@@ -477,6 +478,26 @@ def cmd_history(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ragpipe.compare import candidate_settings, render_markdown, render_text
+
+    settings = _settings(args)
+    candidate_settings(settings, args.set or [], Path(args.candidate) if args.candidate else None)  # fail early, worded
+    from assets.runner import run_compare
+
+    from ragpipe.compare import Comparison
+
+    result = run_compare(str(settings.source), args.set or [], args.candidate or "", _instance(settings))
+    if not isinstance(result, Comparison):
+        _report_failure(result, args.verbose)
+        return 2
+    print(render_text(result))
+    if args.markdown:
+        Path(args.markdown).write_text(render_markdown(result), encoding="utf-8")
+        print(f"\nMarkdown summary written to {args.markdown}")
+    return 1 if result.blocking else 0
+
+
 def cmd_niah_run(args: argparse.Namespace) -> int:
     from assets.runner import materialize
 
@@ -653,6 +674,29 @@ A line of the answers file:
     p.add_argument("--out", metavar="DIR", help="write the heatmap PNGs here (default: warehouse/niah/<run id>/)")
     p.set_defaults(func=cmd_niah_report)
     niah.set_defaults(func=lambda a: (niah.print_help(), 2)[1])
+
+    p = sub.add_parser(
+        "compare",
+        help="evaluate a candidate chunker/embedder/retriever/answerer beside the current one, changing nothing",
+        description="Runs the candidate configuration over the same corpus and golden set in a scratch warehouse "
+        "(parsed documents are reused; chunks when the chunker is the same; vectors when the embedder is the same) "
+        "and prints, per test, the current and the candidate verdict, anchor rank and unverified flag, the counts, "
+        "anchor hit@k and MRR for both, and the flips. The current verdicts, warehouse tables, golden file and "
+        "Dagster assets are left as they are; the result goes to the comparisons and comparison_verdicts tables, and "
+        "the run shows in the UI as the ragpipe_compare job. Exit 1 when a flip is one of [compare].block (default: "
+        "a pass that fails, a test that ran and no longer runs, or a new error).",
+        epilog="""Examples:
+  ragpipe compare --set embedder.name=minilm-static
+  ragpipe compare --set retriever.k=8 --set retriever.mode=vector --markdown compare.md
+  ragpipe compare --settings ragpipe.toml --candidate candidate.toml""",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
+                   help="a candidate setting (repeatable); the value is read as TOML: 8, true, \"minilm-static\"")
+    p.add_argument("--candidate", metavar="FILE", help="a candidate settings file (default: the current one)")
+    p.add_argument("--markdown", metavar="PATH", help="write the comparison as Markdown (a pull-request comment)")
+    p.add_argument("--verbose", action="store_true", help="print Dagster's stack trace when the comparison fails")
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser(
         "history",

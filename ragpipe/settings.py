@@ -138,6 +138,17 @@ class GateSettings:
     check_severity: str = "WARN"  # severity of the asset checks on verdicts: WARN or ERROR
 
 
+TRANSITIONS = tuple(f"{a}->{b}" for a in ("pass", "fail", "did_not_run", "error")
+                    for b in ("pass", "fail", "did_not_run", "error", "none") if a != b)
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    """`ragpipe compare` exits 1 when the candidate makes one of these transitions (current -> candidate verdict)."""
+
+    block: tuple[str, ...] = ("pass->fail", "pass->did_not_run", "fail->did_not_run", "pass->error", "fail->error")
+
+
 @dataclass(frozen=True)
 class AutomationSettings:
     nightly_cron: str = "0 3 * * *"  # re-run retrieval, answers and verdicts: a hosted LLM can drift
@@ -167,6 +178,7 @@ class Settings:
     answerer: AnswererSettings = field(default_factory=AnswererSettings)
     judge: JudgeSettings = field(default_factory=JudgeSettings)
     gate: GateSettings = field(default_factory=GateSettings)
+    compare: CompareSettings = field(default_factory=CompareSettings)
     automation: AutomationSettings = field(default_factory=AutomationSettings)
     scale: ScaleSettings = field(default_factory=ScaleSettings)
     model_cache: Path | None = None
@@ -305,7 +317,7 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
 
 def settings_from_dict(raw: dict[str, Any], source: Path) -> Settings:
     root = source.parent
-    allowed = {"warehouse", "corpus", "parser", "chunker", "embedder", "golden", "retriever", "answerer", "judge", "gate", "automation", "scale", "niah"}
+    allowed = {"warehouse", "corpus", "parser", "chunker", "embedder", "golden", "retriever", "answerer", "judge", "gate", "compare", "automation", "scale", "niah"}
     unknown = sorted(set(raw) - allowed)
     if unknown:
         raise SettingsError(f"{source}: unknown section(s) {unknown}; allowed: {sorted(allowed)}")
@@ -371,6 +383,7 @@ def settings_from_dict(raw: dict[str, Any], source: Path) -> Settings:
         answerer=_build(AnswererSettings, raw.get("answerer", {}), "answerer", source),
         judge=_build(JudgeSettings, raw.get("judge", {}), "judge", source),
         gate=_build(GateSettings, raw.get("gate", {}), "gate", source),
+        compare=_build(CompareSettings, raw.get("compare", {}), "compare", source),
         automation=_build(AutomationSettings, raw.get("automation", {}), "automation", source),
         scale=_build(ScaleSettings, raw.get("scale", {}), "scale", source),
         niah=_table(raw.get("niah", {}), "niah", source),
@@ -408,6 +421,10 @@ def _validate(s: Settings) -> None:
     bad = set(s.gate.block) - {"fail", "did_not_run", "error", "unverified"}
     if bad:
         raise SettingsError(f"{src}: [gate].block has unknown verdicts {sorted(bad)}")
+    bad = sorted(set(s.compare.block) - set(TRANSITIONS))
+    if bad:
+        raise SettingsError(f"{src}: [compare].block has unknown transitions {bad}; write CURRENT->CANDIDATE verdicts, "
+                            f"e.g. pass->fail or fail->did_not_run")
     if s.gate.check_severity not in ("WARN", "ERROR"):
         raise SettingsError(f"{src}: [gate].check_severity must be WARN or ERROR")
     for name in ("endpoint_url", "region"):
