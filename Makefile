@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12
 # Runs, sensor cursors and asset history persist in the instance configured by ./dagster.yaml.
 export DAGSTER_HOME := $(CURDIR)
 
-.PHONY: setup demo test ui bench clean
+.PHONY: setup demo test test-fast lint fmt ui bench clean
 
 setup: $(STAMP)
 
@@ -27,8 +27,19 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(VENV)/bin/ragpipe demo
 
-test: setup
+test: setup lint
 	$(PY) -m pytest
+
+test-fast: setup            # the pure tests (no model, Dagster run, server or child process): under a minute
+	$(PY) -m pytest -m "not slow"
+
+lint: setup                 # ruff: lint and formatting, the whole tree (make fmt fixes what it can)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+fmt: setup
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 ui: setup
 	$(VENV)/bin/dagster dev -h 127.0.0.1

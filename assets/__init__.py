@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dagster as dg
 
-from ragpipe.settings import load_settings, settings_path
-
 from assets.automation import automation_sensor
 from assets.compare import compare_job
 from assets.currency import build_currency_checks, checked_keys, currency_sensor
@@ -14,14 +12,16 @@ from assets.ingest import build_ingest_assets
 from assets.niah import build_niah_assets
 from assets.resources import RagpipeResource
 from assets.sensors import build_corpus_sensor, build_nightly_schedule
-
+from ragpipe.settings import load_settings, settings_path
 
 # Dagster's console logger, at INFO unless a run's config asks for more: `make ui` shows progress, not every event
 # (the DEBUG events stay in each run's event log in the UI).
 CONSOLE = dg.LoggerDefinition(
     dg.colored_console_logger.logger_fn,
-    config_schema={"log_level": dg.Field(str, is_required=False, default_value="INFO"),
-                   "name": dg.Field(str, is_required=False, default_value="dagster")},
+    config_schema={
+        "log_level": dg.Field(str, is_required=False, default_value="INFO"),
+        "name": dg.Field(str, is_required=False, default_value="dagster"),
+    },
     description="The console logger at INFO by default.",
 )
 
@@ -41,10 +41,16 @@ def build_definitions(path: str | None = None) -> dg.Definitions:
         assets=all_assets,
         asset_checks=[build_currency_checks(checked_keys(graph))],
         jobs=[
-            dg.define_asset_job("ragpipe_job", selection=dg.AssetSelection.all() - dg.AssetSelection.groups("niah"),
-                                description="The whole graph (less the on-demand niah group)."),
-            dg.define_asset_job("niah_job", selection=dg.AssetSelection.groups("niah"),
-                                description="Needle in a haystack: haystacks, trials, report (on demand)."),
+            dg.define_asset_job(
+                "ragpipe_job",
+                selection=dg.AssetSelection.all() - dg.AssetSelection.groups("niah"),
+                description="The whole graph (less the on-demand niah group).",
+            ),
+            dg.define_asset_job(
+                "niah_job",
+                selection=dg.AssetSelection.groups("niah"),
+                description="Needle in a haystack: haystacks, trials, report (on demand).",
+            ),
             compare_job,
         ],
         sensors=[automation_sensor(), build_corpus_sensor(settings), currency_sensor()],

@@ -15,11 +15,7 @@ AC = dg.AutomationCondition
 
 _in_progress = AC.in_progress() | AC.any_deps_in_progress()
 _handled = AC.newly_requested() | AC.newly_updated()
-_trigger = (
-    AC.missing().newly_true()
-    | AC.code_version_changed()
-    | AC.any_deps_updated()
-)
+_trigger = AC.missing().newly_true() | AC.code_version_changed() | AC.any_deps_updated()
 
 RAGPIPE_CONDITION: dg.AutomationCondition = (
     _trigger.since(_handled) & ~AC.any_deps_missing() & ~_in_progress

@@ -15,13 +15,14 @@ from typing import Any, Iterator
 import dagster as dg
 from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
 
-from assets.resources import RagpipeResource
 from assets.staleness import AssetState, asset_states, on_demand_keys
 
 CHECK_NAME = "inputs_current"
-CHECK_DESCRIPTION = ("Everything this asset was computed from is current: no upstream asset is stale, missing or "
-                     "failed its latest attempt. Fails (WARN) from the moment definitions reload after a settings, "
-                     "corpus or golden set change until the run that follows has reached this asset.")
+CHECK_DESCRIPTION = (
+    "Everything this asset was computed from is current: no upstream asset is stale, missing or "
+    "failed its latest attempt. Fails (WARN) from the moment definitions reload after a settings, "
+    "corpus or golden set change until the run that follows has reached this asset."
+)
 CURRENT = "current: every input up to the corpus is as it was when this was materialized"
 
 
@@ -50,14 +51,24 @@ def evaluate_currency(graph: BaseAssetGraph, instance: dg.DagsterInstance) -> di
     out: dict[dg.AssetKey, tuple[bool, str]] = {}
     for key in checked_keys(graph):
         problems = list(dict.fromkeys(_upstream_problems(graph, states, key)))
-        out[key] = (not problems, "NOT CURRENT (changed upstream since this was materialized): " + " | ".join(problems) if problems else CURRENT)
+        out[key] = (
+            not problems,
+            "NOT CURRENT (changed upstream since this was materialized): " + " | ".join(problems)
+            if problems
+            else CURRENT,
+        )
     return out
 
 
 def _evaluation(key: dg.AssetKey, passed: bool, description: str) -> dg.AssetCheckEvaluation:
-    return dg.AssetCheckEvaluation(asset_key=key, check_name=CHECK_NAME, passed=passed,
-                                   severity=dg.AssetCheckSeverity.WARN, description=description,
-                                   metadata={"reason": dg.MetadataValue.text(description)})
+    return dg.AssetCheckEvaluation(
+        asset_key=key,
+        check_name=CHECK_NAME,
+        passed=passed,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=description,
+        metadata={"reason": dg.MetadataValue.text(description)},
+    )
 
 
 def _last_reported(record: Any) -> tuple[bool, str] | None:
@@ -72,7 +83,8 @@ def report_changes(graph: BaseAssetGraph, instance: dg.DagsterInstance) -> list[
     """Report `inputs_current` for each asset whose result differs from its latest recorded one; returns those."""
     results = evaluate_currency(graph, instance)
     latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(
-        [dg.AssetCheckKey(k, CHECK_NAME) for k in results])
+        [dg.AssetCheckKey(k, CHECK_NAME) for k in results]
+    )
     changed = []
     for key, (passed, description) in results.items():
         if _last_reported(latest.get(dg.AssetCheckKey(key, CHECK_NAME))) != (passed, description):
@@ -87,16 +99,18 @@ def build_currency_checks(graph_keys: list[dg.AssetKey]) -> dg.AssetChecksDefini
         specs=[dg.AssetCheckSpec(CHECK_NAME, asset=k, description=CHECK_DESCRIPTION) for k in graph_keys],
         can_subset=True,
     )
-    def inputs_current(context: dg.AssetCheckExecutionContext, ragpipe: RagpipeResource) -> Iterator[dg.AssetCheckResult]:
-        from assets import build_definitions  # at run time: the package imports this module
-
-        graph = build_definitions(ragpipe.settings_path).resolve_asset_graph()
-        results = evaluate_currency(graph, context.instance)
+    def inputs_current(context: dg.AssetCheckExecutionContext) -> Iterator[dg.AssetCheckResult]:
+        results = evaluate_currency(context.op_execution_context.job_def.asset_layer.asset_graph, context.instance)
         for check_key in context.selected_asset_check_keys:
             passed, description = results.get(check_key.asset_key, (True, CURRENT))
-            yield dg.AssetCheckResult(asset_key=check_key.asset_key, check_name=CHECK_NAME, passed=passed,
-                                      severity=dg.AssetCheckSeverity.WARN, description=description,
-                                      metadata={"reason": dg.MetadataValue.text(description)})
+            yield dg.AssetCheckResult(
+                asset_key=check_key.asset_key,
+                check_name=CHECK_NAME,
+                passed=passed,
+                severity=dg.AssetCheckSeverity.WARN,
+                description=description,
+                metadata={"reason": dg.MetadataValue.text(description)},
+            )
 
     return inputs_current
 

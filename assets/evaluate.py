@@ -6,19 +6,19 @@ from typing import Any, Iterator
 
 import dagster as dg
 
-from ragpipe import evaluate
-from ragpipe.golden import GoldenSetError
-from ragpipe.objstore import ObjectStoreError
-from ragpipe.report import changes_table, load_summary, render_markdown
-from ragpipe.settings import Settings, SettingsError
-
 from assets.automation import RAGPIPE_CONDITION, RETRY_POLICY
 from assets.resources import RagpipeResource
+from ragpipe import evaluate
+from ragpipe.errors import INPUT_ERRORS
+from ragpipe.report import changes_table, load_summary, render_markdown
+from ragpipe.settings import Settings
 
 GROUP = "evaluate"
-STAMP_CHECK = ("Every test's trap/evidence quote is still in the corpus. A failing check names the tests whose document "
-               "was deleted or whose quote was reworded: they read did_not_run; `ragpipe golden restamp` proposes the "
-               "closest passage.")
+STAMP_CHECK = (
+    "Every test's trap/evidence quote is still in the corpus. A failing check names the tests whose document "
+    "was deleted or whose quote was reworded: they read did_not_run; `ragpipe golden restamp` proposes the "
+    "closest passage."
+)
 CHECKS = {
     "no_failures": "No test failed (a fail is the model answering wrongly with its anchor in context).",
     "every_test_ran": "Every test's anchor (trap or evidence) chunk was retrieved, so the verdict means something.",
@@ -51,22 +51,17 @@ def _trigger(context: dg.AssetExecutionContext) -> str:
     return "manual"
 
 
-# Errors that recur until a person changes the input: never retried.
-PERMANENT = (GoldenSetError, SettingsError, ObjectStoreError)
-
-
 @contextmanager
 def _recorded(context: dg.AssetExecutionContext, con: Any) -> Iterator[None]:
     """A failing evaluation stage leaves its error in eval_failures before Dagster sees it: `latest_verdicts` and
     `evaluation_status` then say the verdicts are older than this attempt, and why."""
     try:
         yield
-    except PERMANENT as exc:
-        evaluate.record_failure(con, context.run.run_id, context.asset_key.to_user_string(), exc)
-        # The error itself as the run's first message, and no retry: the same input fails the same way.
-        raise dg.Failure(description=f"{type(exc).__name__}: {exc}", allow_retries=False) from exc
     except Exception as exc:
         evaluate.record_failure(con, context.run.run_id, context.asset_key.to_user_string(), exc)
+        if type(exc).__name__ in INPUT_ERRORS:
+            # The error itself as the run's first message, and no retry: the same input fails the same way.
+            raise dg.Failure(description=f"{type(exc).__name__}: {exc}", allow_retries=False) from exc
         raise
 
 
@@ -100,9 +95,13 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 stats = evaluate.load_golden_stage(s, con, context.run.run_id, log=context.log.info)
         drifted = stats.pop("drifted")
         return dg.MaterializeResult(
-            metadata={**stats, "dagster/row_count": stats["tests"], "path": dg.MetadataValue.path(stats["path"]),
-                      "corpus_drift": len(drifted),
-                      "drifted_tests": dg.MetadataValue.md("\n".join(f"- {d}" for d in drifted) or "(none)")},
+            metadata={
+                **stats,
+                "dagster/row_count": stats["tests"],
+                "path": dg.MetadataValue.path(stats["path"]),
+                "corpus_drift": len(drifted),
+                "drifted_tests": dg.MetadataValue.md("\n".join(f"- {d}" for d in drifted) or "(none)"),
+            },
             data_version=dg.DataVersion(stats["sha256"][:16]),
         )
 
@@ -127,18 +126,24 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         changes = stats.pop("changes")
         missing = [(c["question_id"], c["reason"]) for c in changes if c["status"] == "missing"]
         return dg.MaterializeResult(
-            check_results=[dg.AssetCheckResult(
-                check_name="anchors_found", passed=not missing, severity=severity,
-                description=("; ".join(f"{q}: {r}" for q, r in missing)[:1000] or None),
-                metadata={"missing": len(missing), "tests": dg.MetadataValue.md(_table(missing, ("test", "why")))},
-            )],
+            check_results=[
+                dg.AssetCheckResult(
+                    check_name="anchors_found",
+                    passed=not missing,
+                    severity=severity,
+                    description=("; ".join(f"{q}: {r}" for q, r in missing)[:1000] or None),
+                    metadata={"missing": len(missing), "tests": dg.MetadataValue.md(_table(missing, ("test", "why")))},
+                )
+            ],
             metadata={
                 **stats,
                 "stamp_changes": dg.MetadataValue.md(
-                    _table([(c["question_id"], c["anchor"], c["status"], c["reason"]) for c in changes],
-                           ("test", "anchor", "status", "detail"))
+                    _table(
+                        [(c["question_id"], c["anchor"], c["status"], c["reason"]) for c in changes],
+                        ("test", "anchor", "status", "detail"),
+                    )
                 ),
-            }
+            },
         )
 
     @dg.asset(
@@ -157,7 +162,9 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
             with _recorded(context, con):
-                stats = evaluate.retrieve_stage(s, con, context.run.run_id, trigger=_trigger(context), log=context.log.info)
+                stats = evaluate.retrieve_stage(
+                    s, con, context.run.run_id, trigger=_trigger(context), log=context.log.info
+                )
         return dg.MaterializeResult(metadata=stats)
 
     @dg.asset(
@@ -175,7 +182,9 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
             with _recorded(context, con):
-                stats = evaluate.answer_stage(s, con, context.run.run_id, log=context.log.info, trigger=_trigger(context))
+                stats = evaluate.answer_stage(
+                    s, con, context.run.run_id, log=context.log.info, trigger=_trigger(context)
+                )
         return dg.MaterializeResult(metadata=stats)
 
     @dg.asset(
@@ -194,7 +203,9 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
             with _recorded(context, con):
-                stats = evaluate.verdict_stage(s, con, context.run.run_id, log=context.log.info, trigger=_trigger(context))
+                stats = evaluate.verdict_stage(
+                    s, con, context.run.run_id, log=context.log.info, trigger=_trigger(context)
+                )
             summary = load_summary(con)
             stale_stamps = con.execute(
                 "SELECT count(*) FROM latest_stamps WHERE chunker_tag = ? AND status IN ('moved', 'split', 'new')",
@@ -202,22 +213,45 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             ).fetchone()[0]
         assert summary is not None
         blocking = summary.blocking(s.gate.block)
-        gate = "OK" if not blocking else "BLOCKED (" + ", ".join(
-            f"{n} {k}" for k in ("fail", "error", "did_not_run") if (n := sum(r.verdict == k for r in blocking))) + ")"
+        gate = (
+            "OK"
+            if not blocking
+            else "BLOCKED ("
+            + ", ".join(
+                f"{n} {k}" for k in ("fail", "error", "did_not_run") if (n := sum(r.verdict == k for r in blocking))
+            )
+            + ")"
+        )
         # The gate in the Runs list: a run that succeeded can still have blocked the gate.
         context.instance.add_run_tags(context.run.run_id, {"ragpipe/gate": gate})
         failing = [(r.question_id, r.verdict, r.reason) for r in summary.rows if r.verdict in ("fail", "error")]
         dnr = [(r.question_id, r.reason) for r in summary.rows if r.verdict == "did_not_run"]
         unv = [(r.question_id, r.test_embedder_tag or "-") for r in summary.rows if r.unverified]
         checks = [
-            dg.AssetCheckResult(check_name="no_failures", passed=stats["fail"] + stats["error"] == 0, severity=severity,
-                                metadata={"fail": stats["fail"], "error": stats["error"]}),
-            dg.AssetCheckResult(check_name="every_test_ran", passed=stats["did_not_run"] == 0, severity=severity,
-                                metadata={"did_not_run": stats["did_not_run"]}),
-            dg.AssetCheckResult(check_name="verified_under_current_embedder", passed=stats["unverified"] == 0,
-                                severity=severity, metadata={"unverified": stats["unverified"]}),
-            dg.AssetCheckResult(check_name="golden_stamps_current", passed=stale_stamps == 0, severity=severity,
-                                metadata={"stale_stamps": stale_stamps}),
+            dg.AssetCheckResult(
+                check_name="no_failures",
+                passed=stats["fail"] + stats["error"] == 0,
+                severity=severity,
+                metadata={"fail": stats["fail"], "error": stats["error"]},
+            ),
+            dg.AssetCheckResult(
+                check_name="every_test_ran",
+                passed=stats["did_not_run"] == 0,
+                severity=severity,
+                metadata={"did_not_run": stats["did_not_run"]},
+            ),
+            dg.AssetCheckResult(
+                check_name="verified_under_current_embedder",
+                passed=stats["unverified"] == 0,
+                severity=severity,
+                metadata={"unverified": stats["unverified"]},
+            ),
+            dg.AssetCheckResult(
+                check_name="golden_stamps_current",
+                passed=stale_stamps == 0,
+                severity=severity,
+                metadata={"stale_stamps": stale_stamps},
+            ),
         ]
         return dg.MaterializeResult(
             metadata={
@@ -228,7 +262,8 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "did_not_run_tests": dg.MetadataValue.md(_table(dnr, ("test", "reason"))),
                 "unverified_tests": dg.MetadataValue.md(_table(unv, ("test", "validated under"))),
                 "changed_since_last_run": dg.MetadataValue.md(
-                    "\n".join(changes_table(summary.changes)) if summary.changes else "(none)"),
+                    "\n".join(changes_table(summary.changes)) if summary.changes else "(none)"
+                ),
                 "changed": len(summary.changes),
                 "chunker_tag": summary.chunker_tag,
                 "embedder_tag": summary.embedder_tag,

@@ -1,6 +1,5 @@
 """Ingestion assets: corpus -> documents -> chunks -> embeddings. Thin wrappers over ragpipe.ingest."""
 
-
 import hashlib
 import os
 import time
@@ -9,12 +8,11 @@ from typing import Any
 
 import dagster as dg
 
+from assets.automation import RAGPIPE_CONDITION
+from assets.resources import RagpipeResource
 from ragpipe import embed, ingest, shard
 from ragpipe.embed import usable_cpus
 from ragpipe.settings import Settings
-
-from assets.automation import RAGPIPE_CONDITION
-from assets.resources import RagpipeResource
 
 GROUP = "ingest"
 
@@ -120,7 +118,9 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
 def _embeddings_output(s: Settings, con: Any, stats: dict[str, Any]) -> tuple[dict[str, Any], dg.DataVersion]:
     metadata = {**stats, "dagster/row_count": stats["vectors"], "lancedb_uri": dg.MetadataValue.path(s.lancedb_uri)}
     version = _version(
-        con, "SELECT embedder_tag, chunk_id FROM embeddings WHERE embedder_tag = ? ORDER BY chunk_id", [stats["embedder_tag"]]
+        con,
+        "SELECT embedder_tag, chunk_id FROM embeddings WHERE embedder_tag = ? ORDER BY chunk_id",
+        [stats["embedder_tag"]],
     )
     return metadata, version
 
@@ -151,7 +151,9 @@ def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.Asse
             s = ragpipe.settings()
             _prepare_embedder(context, s)
             with ragpipe.warehouse() as con:
-                metadata, version = _embeddings_output(s, con, ingest.embed_chunks(s, con, context.run.run_id, log=context.log.info))
+                metadata, version = _embeddings_output(
+                    s, con, ingest.embed_chunks(s, con, context.run.run_id, log=context.log.info)
+                )
             return dg.MaterializeResult(metadata=metadata, data_version=version)
 
         return embeddings

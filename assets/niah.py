@@ -20,9 +20,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from ragpipe.settings import Settings
-
 from assets.resources import RagpipeResource
+from ragpipe.settings import Settings
 
 GROUP = "niah"
 
@@ -55,7 +54,7 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         "counted with the named local tokenizer; the same seed gives the same haystacks.",
     )
     def niah_haystacks(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
-        from ragpipe.niah_run import build_haystacks
+        from ragpipe.niah.run import build_haystacks
 
         with ragpipe.warehouse() as con:
             stats = build_haystacks(ragpipe.settings(), con, context.run.run_id, log=context.log.info)
@@ -72,7 +71,7 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         "full-context subjects: one niah_trials row per trial and subject.",
     )
     def niah_trials(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
-        from ragpipe.niah_run import run_trials
+        from ragpipe.niah.run import run_trials
 
         last = {"stage": "", "pct": -1}
 
@@ -83,8 +82,9 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 context.log.info(f"{stage}: {done}/{total}")
 
         with ragpipe.warehouse() as con:
-            stats = run_trials(ragpipe.settings(), con, context.run.run_id, trigger="dagster", log=context.log.info,
-                               progress=progress)
+            stats = run_trials(
+                ragpipe.settings(), con, context.run.run_id, trigger="dagster", log=context.log.info, progress=progress
+            )
         return dg.MaterializeResult(metadata={k: v for k, v in stats.items() if v is not None})
 
     @dg.asset(
@@ -99,7 +99,7 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     )
     def niah_report(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         from ragpipe.niah import niah_settings
-        from ragpipe.niah_run import render_text, report
+        from ragpipe.niah.report import render_text, report
 
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:

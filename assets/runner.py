@@ -129,7 +129,9 @@ def materialize_stale(
     Returns the selected keys and the run result (None when everything was fresh).
     """
     instance = instance or dg.DagsterInstance.ephemeral()
-    first = materialize(settings_file, ["corpus"], instance, tags)  # cheap: a scan; its data version tells if files changed
+    first = materialize(
+        settings_file, ["corpus"], instance, tags
+    )  # cheap: a scan; its data version tells if files changed
     if not first.success:
         return ["corpus"], first
     defs = build_definitions(settings_file)
@@ -146,9 +148,14 @@ def run_compare(settings_file: str, overrides: list[str], candidate: str, instan
 
     job = build_definitions(settings_file).get_job_def("ragpipe_compare")
     result = job.execute_in_process(
-        run_config={"ops": {"compare": {"config": {"overrides": overrides, "candidate": candidate}}},
-                    "loggers": {"console": {"config": {"log_level": "INFO"}}}},
-        instance=instance, tags={HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}, raise_on_error=False)
+        run_config={
+            "ops": {"compare": {"config": {"overrides": overrides, "candidate": candidate}}},
+            "loggers": {"console": {"config": {"log_level": "INFO"}}},
+        },
+        instance=instance,
+        tags={HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())},
+        raise_on_error=False,
+    )
     if not result.success:
         return result  # the caller words the failure (cli.failure_lines)
     out: Comparison = result.output_for_node("compare")

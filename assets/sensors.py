@@ -4,10 +4,9 @@ from typing import Any
 
 import dagster as dg
 
+from assets.resources import RagpipeResource
 from ragpipe.corpus import scan_corpus
 from ragpipe.settings import Settings
-
-from assets.resources import RagpipeResource
 
 EVAL_ASSETS = ["retrievals", "answers", "verdicts"]
 # Runs launched by the daemon log to the `make ui` console: progress at INFO, not every Dagster event (those stay in
@@ -16,13 +15,21 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 
 
 def corpus_job() -> Any:
-    return dg.define_asset_job("corpus_change", selection=dg.AssetSelection.assets("corpus").downstream(), config=QUIET,
-                               description="What a corpus change makes stale: the corpus and everything below it.")
+    return dg.define_asset_job(
+        "corpus_change",
+        selection=dg.AssetSelection.assets("corpus").downstream(),
+        config=QUIET,
+        description="What a corpus change makes stale: the corpus and everything below it.",
+    )
 
 
 def nightly_job() -> Any:
-    return dg.define_asset_job("nightly_evaluation_job", selection=dg.AssetSelection.assets(*EVAL_ASSETS), config=QUIET,
-                               description="Retrievals, answers and verdicts again: a hosted LLM can drift.")
+    return dg.define_asset_job(
+        "nightly_evaluation_job",
+        selection=dg.AssetSelection.assets(*EVAL_ASSETS),
+        config=QUIET,
+        description="Retrievals, answers and verdicts again: a hosted LLM can drift.",
+    )
 
 
 def build_corpus_sensor(settings: Settings) -> dg.SensorDefinition:

@@ -26,7 +26,6 @@ class _Loading(LoadingContext):
         return self._loaders
 
 
-
 @dataclass(frozen=True)
 class AssetState:
     key: str
@@ -57,7 +56,12 @@ def last_failure(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None:
         return None
     for record in instance.all_logs(info.run_id, of_type=DagsterEventType.STEP_FAILURE):
         ev = record.dagster_event
-        if ev is None or ev.step_key != key.to_user_string() or not ev.step_failure_data or not ev.step_failure_data.error:
+        if (
+            ev is None
+            or ev.step_key != key.to_user_string()
+            or not ev.step_failure_data
+            or not ev.step_failure_data.error
+        ):
             continue
         cls, message = step_error(ev.step_failure_data.error)
         lines = message.splitlines()

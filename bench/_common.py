@@ -71,8 +71,12 @@ def write_settings(
     from ragpipe.settings import load_settings
 
     text = SETTINGS_TOML.format(
-        warehouse=toml_str(str(warehouse)), corpus=toml_str(str(corpus)), exclude="[" + ", ".join(toml_str(e) for e in exclude) + "]",
-        max_characters=max_characters, new_after=min(new_after, max_characters), batch_size=batch_size,
+        warehouse=toml_str(str(warehouse)),
+        corpus=toml_str(str(corpus)),
+        exclude="[" + ", ".join(toml_str(e) for e in exclude) + "]",
+        max_characters=max_characters,
+        new_after=min(new_after, max_characters),
+        batch_size=batch_size,
         parser_limits="\n".join(
             ([f"timeout_s = {float(parse_timeout_s)}"] if parse_timeout_s is not None else [])
             + ([f"max_memory_mb = {int(parse_max_memory_mb)}"] if parse_max_memory_mb is not None else [])
@@ -111,7 +115,7 @@ def exclude_patterns(excluded: list[dict[str, Any]]) -> list[str]:
 def copy_tree_writable(src: Path, dst: Path) -> None:
     """Copy a (read-only) tree and make the copy writable, so it can be edited and removed."""
     shutil.copytree(src, dst, symlinks=True, copy_function=shutil.copyfile)
-    for dirpath, dirnames, filenames in os.walk(dst):
+    for dirpath, _dirnames, filenames in os.walk(dst):
         os.chmod(dirpath, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
         for n in filenames:
             p = os.path.join(dirpath, n)
@@ -261,7 +265,16 @@ def machine() -> dict[str, Any]:
     from importlib import metadata
 
     versions = {}
-    for dist in ("torch", "sentence-transformers", "transformers", "unstructured", "lancedb", "duckdb", "pdfminer.six", "onnxruntime"):
+    for dist in (
+        "torch",
+        "sentence-transformers",
+        "transformers",
+        "unstructured",
+        "lancedb",
+        "duckdb",
+        "pdfminer.six",
+        "onnxruntime",
+    ):
         try:
             versions[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:

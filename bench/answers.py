@@ -26,8 +26,13 @@ from ragpipe.settings import AnswererSettings  # noqa: E402
 from ragpipe.verdict import decide  # noqa: E402
 
 FIXTURES = HERE / "tests" / "fixtures" / "answers"
-SETS = ("bundled_labelled.jsonl", "realdocs_labelled.jsonl", "heldout_labelled.jsonl", "squad_unseen_labelled.jsonl",
-        "smollm2_labelled.jsonl")
+SETS = (
+    "bundled_labelled.jsonl",
+    "realdocs_labelled.jsonl",
+    "heldout_labelled.jsonl",
+    "squad_unseen_labelled.jsonl",
+    "smollm2_labelled.jsonl",
+)
 SQUAD = HERE.parent / "shared" / "data" / "squad2_dev" / "golden_squad.json"
 
 
@@ -54,8 +59,7 @@ def main() -> None:
             if row.get("ambiguous"):
                 continue
             test = (squad if name.startswith("squad") else tests)[row["question_id"]]
-            v = decide(test, ("anchor",), "unchanged", ["anchor"], Answer(row["answer"], 0, 0, 0),
-                       phrases, "tag")
+            v = decide(test, ("anchor",), "unchanged", ["anchor"], Answer(row["answer"], 0, 0, 0), phrases, "tag")
             got = "pass" if v.verdict == "pass" else "fail"
             outcome = "ok" if got == row["label"] else ("false_pass" if got == "pass" else "false_fail")
             c["n"] += 1
@@ -64,12 +68,18 @@ def main() -> None:
             styles.setdefault(row["style"], Counter())[outcome] += 1
             styles[row["style"]]["n"] += 1
             if args.show and outcome != "ok":
-                print(f"  {outcome:<10} {row['question_id']:<10} {row['answer'][:100]!r}\n             -> {v.reason[:120]}")
+                print(
+                    f"  {outcome:<10} {row['question_id']:<10} {row['answer'][:100]!r}\n             -> {v.reason[:120]}"
+                )
         total.update(c)
-        print(f"{name:<28} n={c['n']:<4} false pass={c['false_pass']:<3} false fail={c['false_fail']:<3}"
-              f" ({100 * c['false_fail'] / max(1, c['n']):.1f} %)  sent to a judge if one is set: {c['to_judge']}")
-    print(f"{'all':<28} n={total['n']:<4} false pass={total['false_pass']:<3} false fail={total['false_fail']:<3}"
-          f" ({100 * total['false_fail'] / max(1, total['n']):.1f} %)")
+        print(
+            f"{name:<28} n={c['n']:<4} false pass={c['false_pass']:<3} false fail={c['false_fail']:<3}"
+            f" ({100 * c['false_fail'] / max(1, c['n']):.1f} %)  sent to a judge if one is set: {c['to_judge']}"
+        )
+    print(
+        f"{'all':<28} n={total['n']:<4} false pass={total['false_pass']:<3} false fail={total['false_fail']:<3}"
+        f" ({100 * total['false_fail'] / max(1, total['n']):.1f} %)"
+    )
     print("\nper style: n / false pass / false fail")
     for style, c in sorted(styles.items(), key=lambda kv: -kv[1]["n"]):
         print(f"  {style:<20} {c['n']:>4} {c['false_pass']:>4} {c['false_fail']:>4}")

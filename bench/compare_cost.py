@@ -45,7 +45,7 @@ def main() -> None:
 
         prepare(EmbedderSettings(name="minilm-static"), models)
         text = (ROOT / "ragpipe.toml").read_text(encoding="utf-8")
-        text = text.replace('[warehouse]\n', f'[warehouse]\nmodels_dir = "{models}"\n', 1)
+        text = text.replace("[warehouse]\n", f'[warehouse]\nmodels_dir = "{models}"\n', 1)
         (proj / "ragpipe.toml").write_text(text, encoding="utf-8")
         shutil.copy(ROOT / "dagster.yaml", proj / "dagster.yaml")
         env = {**os.environ, "DAGSTER_HOME": str(proj), "RAGPIPE_SETTINGS": str(proj / "ragpipe.toml")}
@@ -54,7 +54,9 @@ def main() -> None:
         reused = next((line.strip() for line in out.splitlines() if line.strip().startswith("reused:")), "?")
         print(f"make demo's graph (ragpipe demo, fresh project): {demo_s:6.1f} s")
         print(f"ragpipe compare --set embedder.name=minilm-static: {cmp_s:6.1f} s   ({reused})")
-        print(f"ratio compare / demo: {cmp_s / demo_s:.2f}   (peak RSS of the larger child so far: {max(demo_rss, cmp_rss):.0f} MiB)")
+        print(
+            f"ratio compare / demo: {cmp_s / demo_s:.2f}   (peak RSS of the larger child so far: {max(demo_rss, cmp_rss):.0f} MiB)"
+        )
 
 
 if __name__ == "__main__":

@@ -112,7 +112,10 @@ def reference_eval(run: dict[str, list[str]], qrels: dict[str, dict[str, int]]) 
     names = {f"ndcg@{NDCG_K}": f"ndcg_cut_{NDCG_K}", f"recall@{RECALL_K}": f"recall_{RECALL_K}", "mrr": "recip_rank"}
     evaluated = metrics.evaluated_queries(qrels)
     per = {ours: {q: (res[q][key] if q in res else 0.0) for q in evaluated} for ours, key in names.items()}
-    out: dict[str, Any] = {"n_queries": len(evaluated), "queries_missing_from_run": sum(q not in res for q in evaluated)}
+    out: dict[str, Any] = {
+        "n_queries": len(evaluated),
+        "queries_missing_from_run": sum(q not in res for q in evaluated),
+    }
     out.update({name: sum(v.values()) / len(v) for name, v in per.items()})
     out["per_query"] = per
     return out
@@ -136,8 +139,15 @@ def compare(run: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dict
 
 
 def evaluate_embedder(
-    name: str, corpus_chunks: list[Chunk], queries: list[dict[str, Any]], qrels: dict[str, dict[str, int]],
-    workdir: Path, k: int, batch_size: int, emb: Embedder | None = None, log: Any = print,
+    name: str,
+    corpus_chunks: list[Chunk],
+    queries: list[dict[str, Any]],
+    qrels: dict[str, dict[str, int]],
+    workdir: Path,
+    k: int,
+    batch_size: int,
+    emb: Embedder | None = None,
+    log: Any = print,
 ) -> dict[str, Any]:
     t0 = time.perf_counter()
     emb = emb or load_embedder(EmbedderSettings(name=name, batch_size=batch_size), MODELS_DIR)
@@ -148,9 +158,13 @@ def evaluate_embedder(
     result["modes"] = {mode: compare(runs[mode], qrels) for mode in MODES}
     for mode in MODES:
         r = result["modes"][mode]
-        log(f"  {name:18s} {mode:7s} ragpipe " + " ".join(f"{n}={v:.4f}" for n, v in r["ragpipe"].items())
-            + "  trec_eval " + " ".join(f"{n}={v:.4f}" for n, v in r["trec_eval"].items())
-            + f"  max|diff|={r['max_abs_diff']:.2e}")
+        log(
+            f"  {name:18s} {mode:7s} ragpipe "
+            + " ".join(f"{n}={v:.4f}" for n, v in r["ragpipe"].items())
+            + "  trec_eval "
+            + " ".join(f"{n}={v:.4f}" for n, v in r["trec_eval"].items())
+            + f"  max|diff|={r['max_abs_diff']:.2e}"
+        )
     return result
 
 
@@ -205,8 +219,10 @@ def main(argv: list[str] | None = None) -> int:
 
     corpus, queries, qrels = load_cranfield(args.data)
     chunks = chunks_of(corpus)
-    print(f"Cranfield: {len(corpus)} documents, {len(queries)} queries, "
-          f"{sum(len(v) for v in qrels.values())} qrels rows, {len(metrics.evaluated_queries(qrels))} queries with relevant docs")
+    print(
+        f"Cranfield: {len(corpus)} documents, {len(queries)} queries, "
+        f"{sum(len(v) for v in qrels.values())} qrels rows, {len(metrics.evaluated_queries(qrels))} queries with relevant docs"
+    )
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ragpipe-cranfield-"))
     results = []
     try:
@@ -226,17 +242,20 @@ def main(argv: list[str] | None = None) -> int:
     overall = max((m["max_abs_diff"] for r in results if "modes" in r for m in r["modes"].values()), default=0.0)
     print(f"\nlargest |ragpipe.metrics - trec_eval| over all per-query values and means: {overall:.2e}")
     command = "python bench/cranfield.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    write_json(args.out, {
-        "command": command.strip(),
-        "data": str(args.data),
-        "k": args.k,
-        "n_documents": len(corpus),
-        "n_queries": len(queries),
-        "metric_conventions": "ragpipe.metrics module docstring; reference: pytrec_eval (trec_eval) ndcg_cut.10, recall.100, recip_rank",
-        "max_abs_diff_overall": overall,
-        "results": results,
-        "machine": machine(),
-    })
+    write_json(
+        args.out,
+        {
+            "command": command.strip(),
+            "data": str(args.data),
+            "k": args.k,
+            "n_documents": len(corpus),
+            "n_queries": len(queries),
+            "metric_conventions": "ragpipe.metrics module docstring; reference: pytrec_eval (trec_eval) ndcg_cut.10, recall.100, recip_rank",
+            "max_abs_diff_overall": overall,
+            "results": results,
+            "machine": machine(),
+        },
+    )
     print(f"wrote {args.out}")
     if args.readme:
         replace_readme_section("cranfield", readme_section(results, overall, command.strip()))

@@ -39,6 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import numpy as np  # noqa: E402
 from _common import DEFAULT_DOCS, RESULTS, machine, write_json  # noqa: E402
 from cranfield import (  # noqa: E402
     DEFAULT_DATA,
@@ -49,8 +50,6 @@ from cranfield import (  # noqa: E402
     load_cranfield,
     replace_readme_section,
 )
-
-import numpy as np  # noqa: E402
 
 from ragpipe.embed import load_embedder, usable_cpus  # noqa: E402
 from ragpipe.settings import EmbedderSettings  # noqa: E402
@@ -150,9 +149,11 @@ def _ort_matmul(op: str, a_type: int, b: np.ndarray, y_type: int, threads: int) 
 
     n = b.shape[0]
     graph = helper.make_graph(
-        [helper.make_node(op, ["A", "B"], ["Y"])], op.lower(),
+        [helper.make_node(op, ["A", "B"], ["Y"])],
+        op.lower(),
         [helper.make_tensor_value_info("A", a_type, [n, n])],
-        [helper.make_tensor_value_info("Y", y_type, [n, n])], [numpy_helper.from_array(b, "B")],
+        [helper.make_tensor_value_info("Y", y_type, [n, n])],
+        [numpy_helper.from_array(b, "B")],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     opts = ort.SessionOptions()
@@ -166,7 +167,9 @@ def probe_int8_ort(threads: int, n: int = PROBE_N) -> tuple[Any, float]:
     from onnx import TensorProto
 
     rng = np.random.default_rng(0)
-    sess = _ort_matmul("MatMulInteger", TensorProto.UINT8, rng.integers(-127, 127, (n, n), dtype=np.int8), TensorProto.INT32, threads)
+    sess = _ort_matmul(
+        "MatMulInteger", TensorProto.UINT8, rng.integers(-127, 127, (n, n), dtype=np.int8), TensorProto.INT32, threads
+    )
     a = rng.integers(0, 255, (n, n), dtype=np.uint8)
     sess.run(None, {"A": a})
     return (lambda: sess.run(None, {"A": a})), 2.0 * n**3
@@ -177,7 +180,9 @@ def probe_fp32_ort(threads: int, n: int = PROBE_N) -> tuple[Any, float]:
     from onnx import TensorProto
 
     rng = np.random.default_rng(0)
-    sess = _ort_matmul("MatMul", TensorProto.FLOAT, rng.standard_normal((n, n), dtype=np.float32), TensorProto.FLOAT, threads)
+    sess = _ort_matmul(
+        "MatMul", TensorProto.FLOAT, rng.standard_normal((n, n), dtype=np.float32), TensorProto.FLOAT, threads
+    )
     a = rng.standard_normal((n, n), dtype=np.float32)
     sess.run(None, {"A": a})
     return (lambda: sess.run(None, {"A": a})), 2.0 * n**3
@@ -202,7 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cranfield", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--skip-ndcg", action="store_true")
     ap.add_argument("--out", type=Path, default=RESULTS / "embed_speed.json")
-    ap.add_argument("--readme", action="store_true", help="write the figures into bench/README.md's Embedding speed section")
+    ap.add_argument(
+        "--readme", action="store_true", help="write the figures into bench/README.md's Embedding speed section"
+    )
     args = ap.parse_args(argv)
     command = ("python bench/embed_speed.py " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
 
@@ -212,7 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(threads)
     names = [b.strip() for b in args.backends.split(",") if b.strip()]
     texts, sources = bench_texts(args.n, args.docs, args.cranfield)
-    print(f"{len(texts)} texts ({sources}), batch size {args.batch_size}, {threads} threads, backends {names}", flush=True)
+    print(
+        f"{len(texts)} texts ({sources}), batch size {args.batch_size}, {threads} threads, backends {names}", flush=True
+    )
 
     embs: dict[str, Any] = {}
     load_s: dict[str, float] = {}
@@ -227,8 +236,11 @@ def main(argv: list[str] | None = None) -> int:
     max_seq = 256
     seq_lens = [min(t, max_seq) for t in n_tokens]
     real_tokens = sum(seq_lens)
-    print(f"tokens: {sum(n_tokens)} ({real_tokens} after truncation at {max_seq}; mean {real_tokens / len(texts):.1f} "
-          f"per text, {sum(t > max_seq for t in n_tokens)} texts truncated)", flush=True)
+    print(
+        f"tokens: {sum(n_tokens)} ({real_tokens} after truncation at {max_seq}; mean {real_tokens / len(texts):.1f} "
+        f"per text, {sum(t > max_seq for t in n_tokens)} texts truncated)",
+        flush=True,
+    )
 
     for name in names:  # warm-up: first-call allocations, thread pools, kernel selection
         embs[name].encode(texts[:128])
@@ -240,7 +252,11 @@ def main(argv: list[str] | None = None) -> int:
     ordered = sorted(texts, key=len, reverse=True)
     step = 4 * args.batch_size
     slices = [ordered[i : i + step] for i in range(0, len(ordered), step)]
-    probes = {"fp32_numpy": probe_fp32_numpy(), "int8_ort": probe_int8_ort(threads), "fp32_ort": probe_fp32_ort(threads)}
+    probes = {
+        "fp32_numpy": probe_fp32_numpy(),
+        "int8_ort": probe_int8_ort(threads),
+        "fp32_ort": probe_fp32_ort(threads),
+    }
     samples: dict[str, list[float]] = {k: [] for k in probes}
     for _ in range(3):
         for k, (fn, _ops) in probes.items():
@@ -270,16 +286,27 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             wall[name].append(w[name])
             cpu[name].append(c[name])
-            print(f"round {r + 1}: {name:18s} {w[name]:7.2f} s  {len(texts) / w[name]:7.1f} chunks/s  "
-                  f"{real_tokens / w[name]:8.0f} tokens/s  (cpu {c[name]:.1f} s)  load {os.getloadavg()[0]:.1f}", flush=True)
+            print(
+                f"round {r + 1}: {name:18s} {w[name]:7.2f} s  {len(texts) / w[name]:7.1f} chunks/s  "
+                f"{real_tokens / w[name]:8.0f} tokens/s  (cpu {c[name]:.1f} s)  load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
     vectors = {name: np.concatenate(first_pass[name]) for name in names}  # same (length-sorted) order for all
 
     base = names[0]
     cfg = model_config()
     flops = flops_of_batches(seq_lens, args.batch_size, cfg)
-    peaks = {k: {"n": PROBE_N, "samples": len(v), "best_s": min(v), "median_s": statistics.median(v),
-                 "best_g_per_s": probes[k][1] / min(v) / 1e9, "median_g_per_s": probes[k][1] / statistics.median(v) / 1e9}
-             for k, v in samples.items()}
+    peaks = {
+        k: {
+            "n": PROBE_N,
+            "samples": len(v),
+            "best_s": min(v),
+            "median_s": statistics.median(v),
+            "best_g_per_s": probes[k][1] / min(v) / 1e9,
+            "median_g_per_s": probes[k][1] / statistics.median(v) / 1e9,
+        }
+        for k, v in samples.items()
+    }
     peaks["fp32_numpy"]["blas"] = blas_info()
     peak_flops = peaks["fp32_numpy"]["best_g_per_s"] * 1e9
     peak_int8 = peaks["int8_ort"]["best_g_per_s"] * 1e9
@@ -335,21 +362,35 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
         for name in names:
             for mode in ("vector", "hybrid"):
-                ndcg[name][f"{mode}_ndcg10_delta_vs_torch"] = round(ndcg[name][mode]["ndcg@10"] - ndcg[base][mode]["ndcg@10"], 4)
+                ndcg[name][f"{mode}_ndcg10_delta_vs_torch"] = round(
+                    ndcg[name][mode]["ndcg@10"] - ndcg[base][mode]["ndcg@10"], 4
+                )
 
     report = {
         "command": command,
-        "texts": {"n": len(texts), **sources, "tokens": sum(n_tokens), "tokens_after_truncation": real_tokens,
-                  "mean_tokens": round(real_tokens / len(texts), 1), "truncated_texts": sum(t > max_seq for t in n_tokens),
-                  "padded_tokens": int(flops["padded_tokens"])},
+        "texts": {
+            "n": len(texts),
+            **sources,
+            "tokens": sum(n_tokens),
+            "tokens_after_truncation": real_tokens,
+            "mean_tokens": round(real_tokens / len(texts), 1),
+            "truncated_texts": sum(t > max_seq for t in n_tokens),
+            "padded_tokens": int(flops["padded_tokens"]),
+        },
         "batch_size": args.batch_size,
         "threads": threads,
         "rounds": args.rounds,
         "model": cfg,
-        "flops": {"linear_per_token": 2 * cfg["num_hidden_layers"] * (4 * cfg["hidden_size"] ** 2 + 2 * cfg["hidden_size"] * cfg["intermediate_size"]),
-                  "attention_per_token_per_seq_len": 4 * cfg["num_hidden_layers"] * cfg["hidden_size"],
-                  "total_for_run": flops["total"], "linear_for_run": flops["linear"], "attention_for_run": flops["attention"],
-                  "per_real_token": flops["total"] / real_tokens},
+        "flops": {
+            "linear_per_token": 2
+            * cfg["num_hidden_layers"]
+            * (4 * cfg["hidden_size"] ** 2 + 2 * cfg["hidden_size"] * cfg["intermediate_size"]),
+            "attention_per_token_per_seq_len": 4 * cfg["num_hidden_layers"] * cfg["hidden_size"],
+            "total_for_run": flops["total"],
+            "linear_for_run": flops["linear"],
+            "attention_for_run": flops["attention"],
+            "per_real_token": flops["total"] / real_tokens,
+        },
         "peak": peaks,
         "backends": results,
         "cranfield": ndcg,
@@ -399,28 +440,28 @@ def readme_section(rep: dict[str, Any]) -> str:
     return f"""## Embedding speed
 
 ```sh
-.venv/bin/{rep['command']}
+.venv/bin/{rep["command"]}
 ```
 
-{t['n']:,} chunk texts ({t['markdown_chunks']:,} realdocs Markdown chunks of at most 800 characters, {t['cranfield_abstracts']:,}
-Cranfield abstracts), {t['tokens_after_truncation']:,} tokens after truncation at 256 (mean {t['mean_tokens']}, {t['truncated_texts']}
-truncated; {t['padded_tokens']:,} with padding in length-sorted batches), batch size {rep['batch_size']}, {rep['threads']} threads
+{t["n"]:,} chunk texts ({t["markdown_chunks"]:,} realdocs Markdown chunks of at most 800 characters, {t["cranfield_abstracts"]:,}
+Cranfield abstracts), {t["tokens_after_truncation"]:,} tokens after truncation at 256 (mean {t["mean_tokens"]}, {t["truncated_texts"]}
+truncated; {t["padded_tokens"]:,} with padding in length-sorted batches), batch size {rep["batch_size"]}, {rep["threads"]} threads
 (every usable core), warm-up first; each backend through ragpipe's `encode`. Paired timing: the length-sorted texts are
-cut into slices of 4 batches, each slice encoded by every backend back to back in rotating order; {rep['rounds']} rounds
+cut into slices of 4 batches, each slice encoded by every backend back to back in rotating order; {rep["rounds"]} rounds
 (passes over all texts). "median round" is the throughput of the median pass; "best" sums each slice's fastest time
 over the rounds (the least-disturbed estimate); "CPU-time ratio" compares process CPU seconds.
 
 {markdown(rep)}
 
-Roofline. MiniLM-L6 ({m['num_hidden_layers']} layers, hidden {m['hidden_size']}, FFN {m['intermediate_size']},
-{m['num_attention_heads']} heads): {f['linear_per_token'] / 1e6:.1f} MFLOP per token in weight matmuls
-(2 x the {f['linear_per_token'] / 2e6:.2f} M encoder weights every token touches: Q, K, V, output, two FFN matrices per
-layer) plus {f['attention_per_token_per_seq_len']:,} x L FLOP per token of attention (QK^T and softmax x V) at sequence
+Roofline. MiniLM-L6 ({m["num_hidden_layers"]} layers, hidden {m["hidden_size"]}, FFN {m["intermediate_size"]},
+{m["num_attention_heads"]} heads): {f["linear_per_token"] / 1e6:.1f} MFLOP per token in weight matmuls
+(2 x the {f["linear_per_token"] / 2e6:.2f} M encoder weights every token touches: Q, K, V, output, two FFN matrices per
+layer) plus {f["attention_per_token_per_seq_len"]:,} x L FLOP per token of attention (QK^T and softmax x V) at sequence
 length L; layer norms, softmax, GELU and embeddings are under 1 %. For these batches, padding included:
-{f['per_real_token'] / 1e6:.1f} MFLOP per real token. Peak on this machine, best of {p['fp32_numpy']['samples']} probes spread
-through the run (median in brackets): numpy float32 matmul n = {p['fp32_numpy']['n']} **{p['fp32_numpy']['best_g_per_s']:.0f} GFLOP/s**
-({p['fp32_numpy']['median_g_per_s']:.0f}); ONNX Runtime's own SGEMM {p['fp32_ort']['best_g_per_s']:.0f} ({p['fp32_ort']['median_g_per_s']:.0f});
-ONNX Runtime int8 GEMM (MatMulInteger u8 x s8) **{p['int8_ort']['best_g_per_s']:.0f} GOP/s** ({p['int8_ort']['median_g_per_s']:.0f}).
+{f["per_real_token"] / 1e6:.1f} MFLOP per real token. Peak on this machine, best of {p["fp32_numpy"]["samples"]} probes spread
+through the run (median in brackets): numpy float32 matmul n = {p["fp32_numpy"]["n"]} **{p["fp32_numpy"]["best_g_per_s"]:.0f} GFLOP/s**
+({p["fp32_numpy"]["median_g_per_s"]:.0f}); ONNX Runtime's own SGEMM {p["fp32_ort"]["best_g_per_s"]:.0f} ({p["fp32_ort"]["median_g_per_s"]:.0f});
+ONNX Runtime int8 GEMM (MatMulInteger u8 x s8) **{p["int8_ort"]["best_g_per_s"]:.0f} GOP/s** ({p["int8_ort"]["median_g_per_s"]:.0f}).
 Roofline tokens/s = real tokens / (FLOPs / peak), with the int8 peak for the int8 model's weight matmuls and the
 numpy fp32 peak for the rest; "fraction" = roofline time / measured time.
 

@@ -38,9 +38,13 @@ def project(base: Path, name: str, models_dir: Path) -> Settings:
     """The repository's ragpipe.toml with another embedder and its own warehouse; corpus and golden set as bundled."""
     text = (ROOT / "ragpipe.toml").read_text()
     text = re.sub(r'(?m)^name = "[^"]*"', f'name = "{name}"', text, count=1)
-    text = re.sub(r'(?m)^dir = "warehouse".*$', f'dir = "{base / "warehouse"}"\nmodels_dir = "{models_dir}"', text, count=1)
+    text = re.sub(
+        r'(?m)^dir = "warehouse".*$', f'dir = "{base / "warehouse"}"\nmodels_dir = "{models_dir}"', text, count=1
+    )
     text = re.sub(r'(?m)^dir = "examples/corpus"', f'dir = "{ROOT / "examples" / "corpus"}"', text, count=1)
-    text = re.sub(r'(?m)^path = "examples/golden.jsonl"', f'path = "{ROOT / "examples" / "golden.jsonl"}"', text, count=1)
+    text = re.sub(
+        r'(?m)^path = "examples/golden.jsonl"', f'path = "{ROOT / "examples" / "golden.jsonl"}"', text, count=1
+    )
     base.mkdir(parents=True, exist_ok=True)
     path = base / "ragpipe.toml"
     path.write_text(text)
@@ -52,7 +56,12 @@ def evaluate(s: Settings, depth: int) -> tuple[dict[str, str], dict[str, int | N
     ragpipe_main(["--settings", str(s.source), "ci"])  # exit 1 when the gate blocks: expected here
     with connect(s.duckdb_path, read_only=True) as con:
         verdicts = dict(con.execute("SELECT question_id, verdict FROM latest_verdicts").fetchall())
-        stamped = {q: ids for q, ids in con.execute("SELECT question_id, new_ids FROM latest_stamps WHERE new_ids IS NOT NULL").fetchall()}
+        stamped = {
+            q: ids
+            for q, ids in con.execute(
+                "SELECT question_id, new_ids FROM latest_stamps WHERE new_ids IS NOT NULL"
+            ).fetchall()
+        }
     emb = load_embedder(s.embedder, s.models_dir)
     table = store.open_store(s).open_table(store.table_name(emb.tag))
     tests = load_golden(s.golden.path).tests
@@ -70,7 +79,9 @@ def evaluate(s: Settings, depth: int) -> tuple[dict[str, str], dict[str, int | N
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--embedders", default="minilm,minilm-onnx-int8", help="two comma-separated ragpipe embedder names")
-    ap.add_argument("--depth", type=int, default=20, help="how deep to look for each anchor (the gate uses [retriever].k)")
+    ap.add_argument(
+        "--depth", type=int, default=20, help="how deep to look for each anchor (the gate uses [retriever].k)"
+    )
     args = ap.parse_args()
     names = args.embedders.split(",")
     tmp = Path(tempfile.mkdtemp(prefix="ragpipe-swap-"))
@@ -94,8 +105,10 @@ def main() -> None:
             print(f"  {qid:8s} {va:12s} rank {ra or '-':>2} -> {vb:12s} rank {rb or '-':>2}{flag}")
     common = sorted(set(results[a][3]) & set(results[b][3]))
     cos = np.array([float(results[a][3][c] @ results[b][3][c]) for c in common])
-    print(f"\ncosine between {a} and {b} vectors of the same {len(common)} chunks: "
-          f"min {cos.min():.4f}, median {np.median(cos):.4f}, mean {cos.mean():.4f}")
+    print(
+        f"\ncosine between {a} and {b} vectors of the same {len(common)} chunks: "
+        f"min {cos.min():.4f}, median {np.median(cos):.4f}, mean {cos.mean():.4f}"
+    )
 
 
 if __name__ == "__main__":

@@ -48,9 +48,13 @@ def main() -> None:
                     con.execute(f"DELETE FROM {table} WHERE eval_run_id = ?", [rid])
     n = rows[0][0]
     med = statistics.median(totals)
-    print(f"answerer {s.answerer.kind}, retriever {s.retriever.mode} top-{s.retriever.k}, {n} questions, median of {len(totals)}:")
-    print(f"  retrieve {statistics.median(r[1] for r in rows):.2f} s, answer {statistics.median(r[2] for r in rows):.3f} s, "
-          f"verdicts {statistics.median(r[3] for r in rows):.3f} s; total {med:.2f} s = {n / med:.1f} questions/s")
+    print(
+        f"answerer {s.answerer.kind}, retriever {s.retriever.mode} top-{s.retriever.k}, {n} questions, median of {len(totals)}:"
+    )
+    print(
+        f"  retrieve {statistics.median(r[1] for r in rows):.2f} s, answer {statistics.median(r[2] for r in rows):.3f} s, "
+        f"verdicts {statistics.median(r[3] for r in rows):.3f} s; total {med:.2f} s = {n / med:.1f} questions/s"
+    )
 
 
 if __name__ == "__main__":

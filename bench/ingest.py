@@ -51,7 +51,7 @@ from _common import (  # noqa: E402
 )
 
 import ragpipe.ingest as ingest  # noqa: E402
-import ragpipe.parse as parse  # noqa: E402
+import ragpipe.parse_pool as parse  # noqa: E402
 import ragpipe.store as store  # noqa: E402
 from ragpipe.embed import load_embedder  # noqa: E402
 from ragpipe.warehouse import connect  # noqa: E402
@@ -82,7 +82,9 @@ class ParseRecorder:
             try:
                 out = original(*args, **kwargs)
             except BaseException as exc:
-                records.append({"path": str(path), "seconds": round(time.perf_counter() - t, 3), "error": type(exc).__name__})
+                records.append(
+                    {"path": str(path), "seconds": round(time.perf_counter() - t, 3), "error": type(exc).__name__}
+                )
                 raise
             records.append({"path": str(path), "seconds": round(time.perf_counter() - t, 3), "error": None})
             return out
@@ -132,7 +134,9 @@ def run_stage(name: str, fn: Callable[[], dict[str, Any]], label: str, timers: T
     return out
 
 
-def run_all(settings: Any, con: Any, label: str, emb: Any, timers: Timers, stage_log: Any, embed: bool) -> dict[str, Any]:
+def run_all(
+    settings: Any, con: Any, label: str, emb: Any, timers: Timers, stage_log: Any, embed: bool
+) -> dict[str, Any]:
     run_id = f"bench-{label}-{uuid.uuid4().hex[:8]}"
     funcs = {
         "corpus": lambda: ingest.sync_corpus(settings, con, run_id, stage_log),
@@ -189,28 +193,61 @@ def edit_markdown(path: Path) -> dict[str, Any]:
     prose = [i for i, ln in enumerate(lines) if len(ln.strip()) >= 60 and ln.strip()[0].isalpha()]
     i = prose[len(prose) // 2] if prose else len(lines) - 1
     body = lines[i].rstrip("\n")
-    lines[i] = body + EDIT_SENTENCE + lines[i][len(body):]
+    lines[i] = body + EDIT_SENTENCE + lines[i][len(body) :]
     path.write_text("".join(lines), encoding="utf-8")
     return {"line": i + 1, "added": EDIT_SENTENCE.strip()}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--docs", type=Path, default=DEFAULT_DOCS, help="corpus directory, only read (default: %(default)s)")
-    ap.add_argument("--limit", type=int, default=None, help="use only the first N files (in the corpus scan's sorted order)")
-    ap.add_argument("--batch-size", type=int, default=64, help="embedder batch size, for ragpipe and the bare encode (default 64)")
-    ap.add_argument("--exclude-larger-than", type=float, default=None, metavar="MB", help="leave out files larger than MB megabytes (1 MB = 10^6 bytes)")
-    ap.add_argument("--parse-timeout", type=float, default=DEFAULT_PARSE_TIMEOUT_S, metavar="S",
-                    help="[parser].timeout_s for the project (default %(default)g; the library default, 120 s, stops the "
-                         "largest PDF on a 2-core machine before it is parsed)")
-    ap.add_argument("--parse-max-memory-mb", type=int, default=None, metavar="MB", help="[parser].max_memory_mb (default: the library's)")
-    ap.add_argument("--no-embed", action="store_true", help="corpus, documents and chunks only (no embedding stage, no bare encode)")
-    ap.add_argument("--workdir", type=Path, default=None,
-                    help="build the project here and keep it (its warehouse/ can be given to bench/restamp.py --warehouse); "
-                         "default: a temporary directory, removed at the end")
+    ap.add_argument(
+        "--docs", type=Path, default=DEFAULT_DOCS, help="corpus directory, only read (default: %(default)s)"
+    )
+    ap.add_argument(
+        "--limit", type=int, default=None, help="use only the first N files (in the corpus scan's sorted order)"
+    )
+    ap.add_argument(
+        "--batch-size", type=int, default=64, help="embedder batch size, for ragpipe and the bare encode (default 64)"
+    )
+    ap.add_argument(
+        "--exclude-larger-than",
+        type=float,
+        default=None,
+        metavar="MB",
+        help="leave out files larger than MB megabytes (1 MB = 10^6 bytes)",
+    )
+    ap.add_argument(
+        "--parse-timeout",
+        type=float,
+        default=DEFAULT_PARSE_TIMEOUT_S,
+        metavar="S",
+        help="[parser].timeout_s for the project (default %(default)g; the library default, 120 s, stops the "
+        "largest PDF on a 2-core machine before it is parsed)",
+    )
+    ap.add_argument(
+        "--parse-max-memory-mb",
+        type=int,
+        default=None,
+        metavar="MB",
+        help="[parser].max_memory_mb (default: the library's)",
+    )
+    ap.add_argument(
+        "--no-embed", action="store_true", help="corpus, documents and chunks only (no embedding stage, no bare encode)"
+    )
+    ap.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="build the project here and keep it (its warehouse/ can be given to bench/restamp.py --warehouse); "
+        "default: a temporary directory, removed at the end",
+    )
     ap.add_argument("--out", type=Path, default=RESULTS / "ingest.json", help="JSON results (default: %(default)s)")
-    ap.add_argument("--check-sample", type=int, default=512,
-                    help="texts in the alternating ragpipe/bare encode check after the bare run (0: skip; default 512)")
+    ap.add_argument(
+        "--check-sample",
+        type=int,
+        default=512,
+        help="texts in the alternating ragpipe/bare encode check after the bare run (0: skip; default 512)",
+    )
     ap.add_argument("--skip-bare", action="store_true", help="skip the bare SentenceTransformer encode (no ratio)")
     args = ap.parse_args()
     embed = not args.no_embed
@@ -250,14 +287,19 @@ def main() -> int:
         "machine": machine(),
         "library": library_state(),
         "corpus": {"dir": str(docs), "files_included": len(included), "excluded": excluded},
-        "settings": {"chunker": "by_title max_characters=800 new_after_n_chars=600 combine_text_under_n_chars=200",
-                     "pdf_strategy": "fast", "parser_timeout_s": settings.parser.timeout_s,
-                     "parser_max_memory_mb": settings.parser.max_memory_mb,
-                     "embedder": "minilm (packaged all-MiniLM-L6-v2)" if embed else None, "batch_size": args.batch_size,
-                     "corpus_exclude": patterns[:1] + ([f"... plus the {len(patterns) - 1} excluded files"] if len(patterns) > 1 else [])},
+        "settings": {
+            "chunker": "by_title max_characters=800 new_after_n_chars=600 combine_text_under_n_chars=200",
+            "pdf_strategy": "fast",
+            "parser_timeout_s": settings.parser.timeout_s,
+            "parser_max_memory_mb": settings.parser.max_memory_mb,
+            "embedder": "minilm (packaged all-MiniLM-L6-v2)" if embed else None,
+            "batch_size": args.batch_size,
+            "corpus_exclude": patterns[:1]
+            + ([f"... plus the {len(patterns) - 1} excluded files"] if len(patterns) > 1 else []),
+        },
         "method": "library stage functions from ragpipe/ingest.py on a ragpipe.warehouse.connect connection; "
-                  "inner timings by wrapping library functions in the benchmark process; "
-                  f"per-stage RSS: {StagePeak().method}; whole process: getrusage ru_maxrss",
+        "inner timings by wrapping library functions in the benchmark process; "
+        f"per-stage RSS: {StagePeak().method}; whole process: getrusage ru_maxrss",
     }
     emb = None
     load_s = 0.0
@@ -266,9 +308,15 @@ def main() -> int:
             # ------------------------------------------------------------------ full run
             full: dict[str, Any] = {"run_id": f"bench-full-{uuid.uuid4().hex[:8]}", "stages": {}}
             rid = full["run_id"]
-            full["stages"]["corpus"] = run_stage("corpus", lambda: ingest.sync_corpus(settings, con, rid, stage_log), "full", timers)
-            full["stages"]["documents"] = run_stage("documents", lambda: ingest.parse_documents(settings, con, rid, stage_log), "full", timers)
-            full["stages"]["chunks"] = run_stage("chunks", lambda: ingest.chunk_documents(settings, con, rid, stage_log), "full", timers)
+            full["stages"]["corpus"] = run_stage(
+                "corpus", lambda: ingest.sync_corpus(settings, con, rid, stage_log), "full", timers
+            )
+            full["stages"]["documents"] = run_stage(
+                "documents", lambda: ingest.parse_documents(settings, con, rid, stage_log), "full", timers
+            )
+            full["stages"]["chunks"] = run_stage(
+                "chunks", lambda: ingest.chunk_documents(settings, con, rid, stage_log), "full", timers
+            )
             parse_records = list(recorder.records)
 
             texts: list[str] = []
@@ -290,22 +338,44 @@ def main() -> int:
                 timers.wrap(emb, "count_tokens", "embeddings.count_tokens")
                 log(f"full: {len(chunks)} chunks, {len(texts)} distinct texts to embed")
                 full["stages"]["embeddings"] = run_stage(
-                    "embeddings", lambda: ingest.embed_chunks(settings, con, rid, stage_log, embedder=emb), "full", timers)
-                full["model_load"] = {"seconds": round(load_s, 3), "rss_growth_mb": round(load_peak.growth_mb or 0, 1),
-                                      "what": "load_embedder: SentenceTransformer(...) plus the weights fingerprint"}
+                    "embeddings",
+                    lambda: ingest.embed_chunks(settings, con, rid, stage_log, embedder=emb),
+                    "full",
+                    timers,
+                )
+                full["model_load"] = {
+                    "seconds": round(load_s, 3),
+                    "rss_growth_mb": round(load_peak.growth_mb or 0, 1),
+                    "what": "load_embedder: SentenceTransformer(...) plus the weights fingerprint",
+                }
             full["total_seconds_excl_model_load"] = round(sum(s["seconds"] for s in full["stages"].values()), 3)
             full["total_seconds"] = round(full["total_seconds_excl_model_load"] + load_s, 3)
             full["maxrss_mb_after"] = round(maxrss_mb(), 1)
             results["full"] = full
 
             # per-file parse times (failures included) and errors
-            by_path = {r[0]: r[1:] for r in con.execute("SELECT doc_id, format, n_elements, n_chars FROM documents").fetchall()}
+            by_path = {
+                r[0]: r[1:] for r in con.execute("SELECT doc_id, format, n_elements, n_chars FROM documents").fetchall()
+            }
             by_fmt: dict[str, dict[str, Any]] = {}
             per_file = []
             for rec in parse_records:
-                rel = Path(rec["path"]).resolve().relative_to(docs).as_posix() if Path(rec["path"]).is_absolute() else rec["path"]
+                rel = (
+                    Path(rec["path"]).resolve().relative_to(docs).as_posix()
+                    if Path(rec["path"]).is_absolute()
+                    else rec["path"]
+                )
                 fmt, n_el, n_ch = by_path.get(rel, (parse.format_of(Path(rel)), None, None))
-                per_file.append({"doc": rel, "format": fmt, "seconds": rec["seconds"], "error": rec["error"], "elements": n_el, "chars": n_ch})
+                per_file.append(
+                    {
+                        "doc": rel,
+                        "format": fmt,
+                        "seconds": rec["seconds"],
+                        "error": rec["error"],
+                        "elements": n_el,
+                        "chars": n_ch,
+                    }
+                )
                 d = by_fmt.setdefault(fmt or "?", {"files": 0, "parse_seconds": 0.0, "chars": 0, "failed": 0})
                 d["files"] += 1
                 d["parse_seconds"] = round(d["parse_seconds"] + rec["seconds"], 3)
@@ -314,7 +384,9 @@ def main() -> int:
             results["parse"] = {"by_format": by_fmt, "slowest": sorted(per_file, key=lambda x: -x["seconds"])[:12]}
             results["ingest_errors"] = [
                 {"path": p, "stage": s, "error_class": e, "message": m[:300]}
-                for p, s, e, m in con.execute("SELECT path, stage, error_class, message FROM ingest_errors ORDER BY stage, path").fetchall()
+                for p, s, e, m in con.execute(
+                    "SELECT path, stage, error_class, message FROM ingest_errors ORDER BY stage, path"
+                ).fetchall()
             ]
 
             # ------------------------------------------------------------------ bare encode
@@ -351,7 +423,8 @@ def main() -> int:
                     "stage_incl_model_load / bare": round((emb_stage["seconds"] + load_s) / bare_s, 3),
                     "ragpipe_encode_only / bare": round(encode_s / bare_s, 3),
                     "stage_cpu / bare_cpu (process CPU time: less sensitive to other load)": round(
-                        emb_stage["cpu_seconds_this_process"] / bare_cpu, 3),
+                        emb_stage["cpu_seconds_this_process"] / bare_cpu, 3
+                    ),
                     "target": "stage / bare <= 1.10",
                 }
                 # Order check: the same sample through both, alternating (A B A B), best of two each.
@@ -367,8 +440,10 @@ def main() -> int:
                         bare.encode(sample, batch_size=args.batch_size)
                         br.append(time.perf_counter() - t)
                     results["encode_alternating_check"] = {
-                        "texts": len(sample), "ragpipe_encode_seconds": [round(x, 3) for x in rp],
-                        "bare_encode_seconds": [round(x, 3) for x in br], "best_ratio": round(min(rp) / min(br), 3),
+                        "texts": len(sample),
+                        "ragpipe_encode_seconds": [round(x, 3) for x in rp],
+                        "bare_encode_seconds": [round(x, 3) for x in br],
+                        "best_ratio": round(min(rp) / min(br), 3),
                     }
                     log(f"check: ragpipe {min(rp):.2f} s, bare {min(br):.2f} s")
                 del bare, vecs
@@ -385,8 +460,9 @@ def main() -> int:
                 log(f"one-doc: copying the docs tree to {copy}")
                 copy_tree_writable(docs, copy)
                 edit = edit_markdown(copy / target)
-                settings_copy = write_settings(project / "ragpipe-copy.toml", copy, warehouse, patterns,
-                                               batch_size=args.batch_size, **limits)
+                settings_copy = write_settings(
+                    project / "ragpipe-copy.toml", copy, warehouse, patterns, batch_size=args.batch_size, **limits
+                )
                 one = run_all(settings_copy, con, "one-doc", emb, timers, stage_log, embed)
                 one["edited"] = {"file": target, **edit}
                 results["one_doc"] = one
@@ -394,11 +470,15 @@ def main() -> int:
         full_total = results["full"]["total_seconds"]
         fr: dict[str, Any] = {"noop / full": round(results["noop"]["total_seconds"] / full_total, 4)}
         if embed:
-            fr["noop incl. model load (fresh process) / full"] = round((results["noop"]["total_seconds"] + load_s) / full_total, 4)
+            fr["noop incl. model load (fresh process) / full"] = round(
+                (results["noop"]["total_seconds"] + load_s) / full_total, 4
+            )
         if "one_doc" in results:
             fr["one_doc / full"] = round(results["one_doc"]["total_seconds"] / full_total, 4)
             if embed:
-                fr["one_doc incl. model load (fresh process) / full"] = round((results["one_doc"]["total_seconds"] + load_s) / full_total, 4)
+                fr["one_doc incl. model load (fresh process) / full"] = round(
+                    (results["one_doc"]["total_seconds"] + load_s) / full_total, 4
+                )
         fr["target"] = "< 0.05 each"
         results["rerun_fractions"] = fr
         results["maxrss_mb"] = round(maxrss_mb(), 1)
@@ -430,7 +510,8 @@ def report(r: dict[str, Any]) -> str:
     chunks_n = fs["chunks"]["stats"]["chunks"]
     lines = [
         f"corpus: {r['corpus']['files_included']} files ({len(r['corpus']['excluded'])} excluded), {docs_n} documents, "
-        f"{chunks_n} chunks" + (f", {fs['embeddings']['stats']['embedded']} texts embedded" if embed else "")
+        f"{chunks_n} chunks"
+        + (f", {fs['embeddings']['stats']['embedded']} texts embedded" if embed else "")
         + f", {len(r['ingest_errors'])} ingest errors; load average at start {r['machine']['load_average_at_start'][0]:.1f}, "
         f"at end {r['load_average_at_end'][0]:.1f}",
         "",
@@ -443,7 +524,9 @@ def report(r: dict[str, Any]) -> str:
         "chunks": f"{chunks_n / max(fs['chunks']['seconds'], 1e-9):.0f} chunks/s",
     }
     if embed:
-        thr["embeddings"] = f"{fs['embeddings']['stats']['embedded'] / max(fs['embeddings']['seconds'], 1e-9):.1f} chunks/s"
+        thr["embeddings"] = (
+            f"{fs['embeddings']['stats']['embedded'] / max(fs['embeddings']['seconds'], 1e-9):.1f} chunks/s"
+        )
     for st in STAGES if embed else STAGES[:3]:
         s = fs[st]
         lines.append(
@@ -451,8 +534,10 @@ def report(r: dict[str, Any]) -> str:
             f"{fmt_s(noop['stages'][st]['seconds'])} | {fmt_s(one['stages'][st]['seconds']) if one else '-'} |"
         )
     if embed:
-        lines.append(f"| model load (load_embedder) | {fmt_s(full['model_load']['seconds'])} | | +{full['model_load']['rss_growth_mb']:.0f} MB "
-                     "| (in memory) | (in memory) |")
+        lines.append(
+            f"| model load (load_embedder) | {fmt_s(full['model_load']['seconds'])} | | +{full['model_load']['rss_growth_mb']:.0f} MB "
+            "| (in memory) | (in memory) |"
+        )
     fr = r["rerun_fractions"]
     lines.append(
         f"| **total** | **{fmt_s(full['total_seconds'])}** | | whole process (ru_maxrss, whole benchmark): {r['maxrss_mb']:.0f} MB | "
@@ -474,16 +559,26 @@ def report(r: dict[str, Any]) -> str:
             f"{ev['stage_incl_model_load / bare']:.2f} |",
             f"| ragpipe's encode calls only | {fmt_s(fs['embeddings']['inner_seconds'].get('embeddings.encode'))} | {ev['ragpipe_encode_only / bare']:.2f} |",
         ]
-        lines.append(f"| CPU time of this process: embeddings stage / bare encode | {fs['embeddings']['cpu_seconds_this_process']:.0f} s / "
-                     f"{b['cpu_seconds']:.0f} s | {ev['stage_cpu / bare_cpu (process CPU time: less sensitive to other load)']:.2f} |")
+        lines.append(
+            f"| CPU time of this process: embeddings stage / bare encode | {fs['embeddings']['cpu_seconds_this_process']:.0f} s / "
+            f"{b['cpu_seconds']:.0f} s | {ev['stage_cpu / bare_cpu (process CPU time: less sensitive to other load)']:.2f} |"
+        )
         if "encode_alternating_check" in r:
             c = r["encode_alternating_check"]
-            lines.append(f"| check: {c['texts']} texts, alternating ragpipe/bare, best of 2 | "
-                         f"{min(c['ragpipe_encode_seconds']):.2f} s / {min(c['bare_encode_seconds']):.2f} s | {c['best_ratio']:.2f} |")
-        lines.append(f"\nRSS while encoding: bare encode peak {b.get('rss_peak_mb', 0):.0f} MB (+{b['rss_growth_mb']:.0f} MB); "
-                     f"ragpipe embeddings stage peak {fs['embeddings']['rss_peak_mb']:.0f} MB (+{fs['embeddings']['rss_growth_mb']:.0f} MB)")
+            lines.append(
+                f"| check: {c['texts']} texts, alternating ragpipe/bare, best of 2 | "
+                f"{min(c['ragpipe_encode_seconds']):.2f} s / {min(c['bare_encode_seconds']):.2f} s | {c['best_ratio']:.2f} |"
+            )
+        lines.append(
+            f"\nRSS while encoding: bare encode peak {b.get('rss_peak_mb', 0):.0f} MB (+{b['rss_growth_mb']:.0f} MB); "
+            f"ragpipe embeddings stage peak {fs['embeddings']['rss_peak_mb']:.0f} MB (+{fs['embeddings']['rss_growth_mb']:.0f} MB)"
+        )
     if embed:
-        lines += ["", "| embeddings stage, where the time goes | full run | no-op | one changed doc |", "|---|---|---|---|"]
+        lines += [
+            "",
+            "| embeddings stage, where the time goes | full run | no-op | one changed doc |",
+            "|---|---|---|---|",
+        ]
         for k, v in fs["embeddings"]["breakdown"].items():
             n = noop["stages"]["embeddings"]["breakdown"][k]
             o = one["stages"]["embeddings"]["breakdown"][k] if one else None
@@ -492,20 +587,37 @@ def report(r: dict[str, Any]) -> str:
     for st in ("documents", "chunks"):
         for k, v in fs[st]["inner_seconds"].items():
             lines.append(f"| {k} | {v:.2f} |")
-    lines += ["", "| slowest files to parse | format | seconds | elements | chars | error |", "|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| slowest files to parse | format | seconds | elements | chars | error |",
+        "|---|---|---|---|---|---|",
+    ]
     for f in r["parse"]["slowest"][:8]:
-        lines.append(f"| {f['doc']} | {f['format']} | {f['seconds']:.1f} | {f['elements'] or '-'} | {f['chars'] or '-'} | {f['error'] or ''} |")
-    lines += ["", "re-run fractions of the full run: "
-              + ", ".join(f"{k} = {v:.2%}" if isinstance(v, float) else f"{k}: {v}" for k, v in fr.items())]
+        lines.append(
+            f"| {f['doc']} | {f['format']} | {f['seconds']:.1f} | {f['elements'] or '-'} | {f['chars'] or '-'} | {f['error'] or ''} |"
+        )
+    lines += [
+        "",
+        "re-run fractions of the full run: "
+        + ", ".join(f"{k} = {v:.2%}" if isinstance(v, float) else f"{k}: {v}" for k, v in fr.items()),
+    ]
     if one:
         st = one["stages"]
         lines.append(
             f"one changed doc: {one['edited']['file']} line {one['edited']['line']}: "
             f"{st['documents']['stats']['parsed_this_run']} parsed, {st['chunks']['stats']['rechunked_documents']} re-chunked"
-            + (f", {st['embeddings']['stats']['embedded']} embedded, {st['embeddings']['stats']['deleted']} vectors deleted" if embed else "")
+            + (
+                f", {st['embeddings']['stats']['embedded']} embedded, {st['embeddings']['stats']['deleted']} vectors deleted"
+                if embed
+                else ""
+            )
         )
     if r["corpus"]["excluded"] and len(r["corpus"]["excluded"]) <= 12:
-        lines += ["", "excluded: " + ", ".join(f"{e['path']} ({e['bytes'] / 1e6:.2f} MB, {e['why']})" for e in r["corpus"]["excluded"])]
+        lines += [
+            "",
+            "excluded: "
+            + ", ".join(f"{e['path']} ({e['bytes'] / 1e6:.2f} MB, {e['why']})" for e in r["corpus"]["excluded"]),
+        ]
     if r["ingest_errors"]:
         lines += ["", "ingest errors:"] + [f"  [{e['stage']}] {e['message'][:200]}" for e in r["ingest_errors"]]
     return "\n".join(lines)

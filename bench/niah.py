@@ -61,19 +61,35 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from ragpipe.niah import NEEDLE_TYPES, build_haystack, load_tokenizer, make_needles, place_needle, source_paragraphs
-    from ragpipe.niah_run import new_run_id, render_text, report, run_trials
+    from ragpipe.niah.report import render_text, report
+    from ragpipe.niah.run import new_run_id, run_trials
     from ragpipe.settings import load_settings
     from ragpipe.warehouse import connect
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="niah-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     q = json.dumps
-    (work / "ragpipe.toml").write_text(TOML.format(
-        warehouse=q(str(work / "warehouse")), data=q(str(args.data)), mode=args.mode, k=args.k, seed=args.seed,
-        lengths=args.lengths, reps=args.reps, subjects=", ".join(q(s) for s in args.subjects.split(","))), encoding="utf-8")
+    (work / "ragpipe.toml").write_text(
+        TOML.format(
+            warehouse=q(str(work / "warehouse")),
+            data=q(str(args.data)),
+            mode=args.mode,
+            k=args.k,
+            seed=args.seed,
+            lengths=args.lengths,
+            reps=args.reps,
+            subjects=", ".join(q(s) for s in args.subjects.split(",")),
+        ),
+        encoding="utf-8",
+    )
     settings = load_settings(work / "ragpipe.toml")
-    results: dict[str, object] = {"data": str(args.data), "lengths": args.lengths, "reps": args.reps,
-                                  "retriever": f"{args.mode} k={args.k}", "seed": args.seed}
+    results: dict[str, object] = {
+        "data": str(args.data),
+        "lengths": args.lengths,
+        "reps": args.reps,
+        "retriever": f"{args.mode} k={args.k}",
+        "seed": args.seed,
+    }
 
     t0 = time.perf_counter()
     tok = load_tokenizer("minilm")
@@ -88,11 +104,19 @@ def main(argv: list[str] | None = None) -> int:
         t2 = time.perf_counter()
         pl = place_needle(big.text, needle, distractors, 50.0, tok, 1)
         inserts[t] = round(time.perf_counter() - t2, 3)
-    results["haystack_128k"] = {"tokens": big.n_tokens, "chars": len(big.text), "build_s": round(build_s, 3),
-                                "repeats": big.repeats, "insert_s_by_type": inserts,
-                                "depth_at_50": pl.depth}
-    print(f"128K haystack: {big.n_tokens} tokens built in {build_s:.2f} s; insertion (needle + 1 distractor, "
-          f"offsets re-measured) {inserts} s", flush=True)
+    results["haystack_128k"] = {
+        "tokens": big.n_tokens,
+        "chars": len(big.text),
+        "build_s": round(build_s, 3),
+        "repeats": big.repeats,
+        "insert_s_by_type": inserts,
+        "depth_at_50": pl.depth,
+    }
+    print(
+        f"128K haystack: {big.n_tokens} tokens built in {build_s:.2f} s; insertion (needle + 1 distractor, "
+        f"offsets re-measured) {inserts} s",
+        flush=True,
+    )
 
     started = time.perf_counter()
     last = {"k": ""}
@@ -105,21 +129,47 @@ def main(argv: list[str] | None = None) -> int:
 
     run_id = new_run_id()
     with connect(settings.duckdb_path) as con:
-        stats = run_trials(settings, con, run_id, trigger="bench", log=lambda m: print(m, flush=True), progress=progress)
+        stats = run_trials(
+            settings, con, run_id, trigger="bench", log=lambda m: print(m, flush=True), progress=progress
+        )
         per_subject = con.execute(
             "SELECT subject, count(*), sum(latency_s), avg(exact), avg(field_score), avg(retrieval_score), "
-            "avg(refused::INT), avg(hallucinated::INT) FROM niah_trials WHERE run_id = ? GROUP BY 1 ORDER BY 1", [run_id]).fetchall()
+            "avg(refused::INT), avg(hallucinated::INT) FROM niah_trials WHERE run_id = ? GROUP BY 1 ORDER BY 1",
+            [run_id],
+        ).fetchall()
         by_type = con.execute(
             "SELECT subject, needle_type, avg(exact), avg(retrieval_score), avg(refused::INT), avg(hallucinated::INT) "
-            "FROM niah_trials WHERE run_id = ? GROUP BY ALL ORDER BY ALL", [run_id]).fetchall()
-        hs = con.execute("SELECT length_target, rep, n_tokens, build_seconds FROM niah_haystacks ORDER BY 1, 2").fetchall()
+            "FROM niah_trials WHERE run_id = ? GROUP BY ALL ORDER BY ALL",
+            [run_id],
+        ).fetchall()
+        hs = con.execute(
+            "SELECT length_target, rep, n_tokens, build_seconds FROM niah_haystacks ORDER BY 1, 2"
+        ).fetchall()
         rep = report(settings, con, run_id)
         text = render_text(rep, con, 0.85)
     results["run"] = stats
-    results["per_subject"] = [dict(zip(["subject", "rows", "answer_latency_s", "exact", "field_score", "retrieval_score",
-                                        "refusal_rate", "hallucination_rate"], r)) for r in per_subject]
-    results["by_type"] = [dict(zip(["subject", "needle_type", "exact", "retrieval_score", "refusal_rate",
-                                    "hallucination_rate"], r)) for r in by_type]
+    results["per_subject"] = [
+        dict(
+            zip(
+                [
+                    "subject",
+                    "rows",
+                    "answer_latency_s",
+                    "exact",
+                    "field_score",
+                    "retrieval_score",
+                    "refusal_rate",
+                    "hallucination_rate",
+                ],
+                r,
+            )
+        )
+        for r in per_subject
+    ]
+    results["by_type"] = [
+        dict(zip(["subject", "needle_type", "exact", "retrieval_score", "refusal_rate", "hallucination_rate"], r))
+        for r in by_type
+    ]
     results["haystacks"] = [dict(zip(["length", "rep", "tokens", "build_s"], r)) for r in hs]
     results["report"] = rep
     print(text)

@@ -13,7 +13,7 @@ Held equal across the tools:
              directory under the work directory before any timing), behind one counting wrapper: ragpipe gets it
              injected into its embeddings stage; LlamaIndex gets it as a BaseEmbedding subclass, LangChain as an
              Embeddings subclass. "embedded" = texts handed to that wrapper's encode, for every tool alike.
-  parsing    ragpipe's unstructured partitioning (ragpipe.parse.ParserPool: the same worker process, PDF strategy
+  parsing    ragpipe's unstructured partitioning (ragpipe.parse_pool.ParserPool: the same worker process, PDF strategy
              fast, same limits). The peers load every file on every run and then deduplicate by hash (their
              normal flow); ragpipe skips unchanged files by content hash before parsing (its design).
   chunk size 800 characters, no overlap: ragpipe strategy "sentences" (whole sentences packed up to 800, across
@@ -55,9 +55,16 @@ from typing import Any
 
 # Nothing phones home: set before any library is imported (ragpipe's own import sets the Hugging Face ones too).
 for _k, _v in {
-    "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1",
-    "SCARF_NO_ANALYTICS": "true", "UNSTRUCTURED_DISABLE_NOTICE": "1", "TOKENIZERS_PARALLELISM": "false",
-    "LANGCHAIN_TRACING_V2": "false", "LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING": "false",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "DO_NOT_TRACK": "1",
+    "SCARF_NO_ANALYTICS": "true",
+    "UNSTRUCTURED_DISABLE_NOTICE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "LANGCHAIN_TRACING_V2": "false",
+    "LANGSMITH_TRACING": "false",
+    "LANGCHAIN_TRACING": "false",
     "ANONYMIZED_TELEMETRY": "False",
 }.items():
     os.environ.setdefault(_k, _v)
@@ -154,7 +161,7 @@ def make_embedder(models_dir: Path, batch_size: int) -> Counting:
 
 def parse_all(corpus: Path, files: list[str], phases: dict[str, float], stats: dict[str, Any]):
     """Yield (relative path, document text) for every file, parsed by ragpipe's worker pool; failures are skipped."""
-    from ragpipe.parse import shared_pool
+    from ragpipe.parse_pool import shared_pool
 
     pool = shared_pool()
     ok = failed = 0
@@ -184,9 +191,13 @@ def run_ragpipe(cfg: dict[str, Any], emb: Counting, phases: dict[str, float], st
     state = Path(cfg["state"])
     state.mkdir(parents=True, exist_ok=True)
     toml = SETTINGS_TOML.format(
-        warehouse=toml_str(str(state / "warehouse")), corpus=toml_str(cfg["corpus"]), exclude='["**/.*"]',
-        parser_limits=f"timeout_s = {PARSE_TIMEOUT_S}\nmax_memory_mb = 2048", max_characters=CHUNK_CHARS,
-        new_after=600 if cfg.get("chunking") == "by_title" else CHUNK_CHARS, batch_size=cfg["batch_size"],
+        warehouse=toml_str(str(state / "warehouse")),
+        corpus=toml_str(cfg["corpus"]),
+        exclude='["**/.*"]',
+        parser_limits=f"timeout_s = {PARSE_TIMEOUT_S}\nmax_memory_mb = 2048",
+        max_characters=CHUNK_CHARS,
+        new_after=600 if cfg.get("chunking") == "by_title" else CHUNK_CHARS,
+        batch_size=cfg["batch_size"],
     ).replace('name = "minilm"', f'name = "{EMBEDDER}"')
     if cfg.get("chunking") in ("fill", "sentences"):  # fill chunks up to 800 characters, as the peers' splitters do
         strategy = "basic" if cfg["chunking"] == "fill" else "sentences"
@@ -249,7 +260,9 @@ def run_llamaindex(cfg: dict[str, Any], emb: Counting, phases: dict[str, float],
             SentenceSplitter(chunk_size=CHUNK_CHARS, chunk_overlap=0, tokenizer=list),
             RagpipeEmbedding(emb, embed_batch_size=cfg["peer_batch"]),
         ],
-        docstore=SimpleDocumentStore(), vector_store=vector_store, cache=IngestionCache(),
+        docstore=SimpleDocumentStore(),
+        vector_store=vector_store,
+        cache=IngestionCache(),
         docstore_strategy=DocstoreStrategy.UPSERTS,
     )
     if pdir.exists():
@@ -257,8 +270,13 @@ def run_llamaindex(cfg: dict[str, Any], emb: Counting, phases: dict[str, float],
     phases["load_state"] = time.perf_counter() - t
     corpus = Path(cfg["corpus"])
     documents = [
-        Document(text=text, id_=rel, metadata={"file_path": rel}, excluded_embed_metadata_keys=["file_path"],
-                 excluded_llm_metadata_keys=["file_path"])
+        Document(
+            text=text,
+            id_=rel,
+            metadata={"file_path": rel},
+            excluded_embed_metadata_keys=["file_path"],
+            excluded_llm_metadata_keys=["file_path"],
+        )
         for rel, text in parse_all(corpus, corpus_files(corpus), phases, stats)
     ]
     t = time.perf_counter()
@@ -292,7 +310,9 @@ def run_langchain(cfg: dict[str, Any], emb: Counting, phases: dict[str, float], 
     vpath = state / "vector_store.json"
     t = time.perf_counter()
     embeddings = RagpipeEmbeddings()
-    vector_store = InMemoryVectorStore.load(str(vpath), embeddings) if vpath.exists() else InMemoryVectorStore(embeddings)
+    vector_store = (
+        InMemoryVectorStore.load(str(vpath), embeddings) if vpath.exists() else InMemoryVectorStore(embeddings)
+    )
     record_manager = SQLRecordManager("ragpipe-bench/peers", db_url=f"sqlite:///{state / 'record_manager.sqlite'}")
     record_manager.create_schema()
     phases["load_state"] = time.perf_counter() - t
@@ -308,8 +328,15 @@ def run_langchain(cfg: dict[str, Any], emb: Counting, phases: dict[str, float], 
             yield from docs
 
     t = time.perf_counter()
-    result = index(chunks(), record_manager, vector_store, cleanup="incremental", source_id_key="source",
-                   batch_size=cfg["peer_batch"], key_encoder="sha256")
+    result = index(
+        chunks(),
+        record_manager,
+        vector_store,
+        cleanup="incremental",
+        source_id_key="source",
+        batch_size=cfg["peer_batch"],
+        key_encoder="sha256",
+    )
     phases["index (incl. parse)"] = time.perf_counter() - t
     phases["split"] = split_s[0]
     t = time.perf_counter()
@@ -342,24 +369,37 @@ def worker(cfg: dict[str, Any]) -> int:
         t = time.perf_counter()
         emb = make_embedder(Path(cfg["models_dir"]), cfg["batch_size"])
         phases["embedder_load"] = time.perf_counter() - t
-        {"ragpipe": run_ragpipe, "llamaindex": run_llamaindex, "langchain": run_langchain}[tool](cfg, emb, phases, stats)
+        {"ragpipe": run_ragpipe, "llamaindex": run_llamaindex, "langchain": run_langchain}[tool](
+            cfg, emb, phases, stats
+        )
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         workers = child_peak_rss_mb()  # the parser worker, still alive (it exits when this process does)
     if getattr(emb.inner, "built", False):
         stats["warning"] = "the embedder was built inside the timed region"
     # VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss over from the forking parent across exec.
-    main_peak = next(int(ln.split()[1]) / 1024 for ln in Path("/proc/self/status").read_text().splitlines()
-                     if ln.startswith("VmHWM:"))
+    main_peak = next(
+        int(ln.split()[1]) / 1024
+        for ln in Path("/proc/self/status").read_text().splitlines()
+        if ln.startswith("VmHWM:")
+    )
     out = {
-        "tool": tool, "scenario": cfg["scenario"], "wall_s": round(wall, 3), "cpu_s_main_process": round(cpu, 3),
-        "imports_s": round(imports_s, 3), "wall_excl_embedder_load_s": round(wall - phases["embedder_load"], 3),
-        "embedded": emb.texts, "encode_calls": emb.calls, "encode_s": round(emb.seconds, 3),
+        "tool": tool,
+        "scenario": cfg["scenario"],
+        "wall_s": round(wall, 3),
+        "cpu_s_main_process": round(cpu, 3),
+        "imports_s": round(imports_s, 3),
+        "wall_excl_embedder_load_s": round(wall - phases["embedder_load"], 3),
+        "embedded": emb.texts,
+        "encode_calls": emb.calls,
+        "encode_s": round(emb.seconds, 3),
         "phases_s": {k: round(v, 3) for k, v in phases.items()},
         "peak_rss_main_mb": round(main_peak, 1),
-        "peak_rss_parser_worker_mb": round(sum(workers.values()), 1), "parser_workers": len(workers),
+        "peak_rss_parser_worker_mb": round(sum(workers.values()), 1),
+        "parser_workers": len(workers),
         "peak_rss_mb": round(main_peak + sum(workers.values()), 1),
         "peak_rss_tree_sampled_mb": round(tree.peak_mb, 1),
-        "embedder_tag": emb.tag, "stats": stats,
+        "embedder_tag": emb.tag,
+        "stats": stats,
     }
     Path(cfg["result"]).write_text(json.dumps(out, indent=1, default=str), encoding="utf-8")
     return 0
@@ -368,7 +408,9 @@ def worker(cfg: dict[str, Any]) -> int:
 # ================================================================================================ orchestrator
 
 
-def select(corpus: Path, exclude_pdf: bool, larger_than_mb: float | None, limit: int | None) -> tuple[list[str], list[dict[str, Any]]]:
+def select(
+    corpus: Path, exclude_pdf: bool, larger_than_mb: float | None, limit: int | None
+) -> tuple[list[str], list[dict[str, Any]]]:
     included, excluded = [], []
     for rel in corpus_files(corpus):
         size = (corpus / rel).stat().st_size
@@ -379,20 +421,33 @@ def select(corpus: Path, exclude_pdf: bool, larger_than_mb: float | None, limit:
         else:
             included.append(rel)
     if limit is not None:
-        excluded += [{"path": p, "bytes": (corpus / p).stat().st_size, "why": f"--limit {limit}"} for p in included[limit:]]
+        excluded += [
+            {"path": p, "bytes": (corpus / p).stat().st_size, "why": f"--limit {limit}"} for p in included[limit:]
+        ]
         included = included[:limit]
     return included, excluded
 
 
-def run_one(tool: str, scenario: str, work: Path, corpus: Path, models: Path, args: argparse.Namespace) -> dict[str, Any]:
-    cfg = {"tool": tool, "scenario": scenario, "state": str(work / "state" / tool), "corpus": str(corpus),
-           "models_dir": str(models), "batch_size": args.batch_size, "peer_batch": args.peer_batch, "chunking": args.ragpipe_chunking,
-           "result": str(work / f"result-{tool}-{scenario}.json")}
+def run_one(
+    tool: str, scenario: str, work: Path, corpus: Path, models: Path, args: argparse.Namespace
+) -> dict[str, Any]:
+    cfg = {
+        "tool": tool,
+        "scenario": scenario,
+        "state": str(work / "state" / tool),
+        "corpus": str(corpus),
+        "models_dir": str(models),
+        "batch_size": args.batch_size,
+        "peer_batch": args.peer_batch,
+        "chunking": args.ragpipe_chunking,
+        "result": str(work / f"result-{tool}-{scenario}.json"),
+    }
     (work / "state" / tool).mkdir(parents=True, exist_ok=True)
     log(f"{scenario}: {tool} ...")
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(cfg)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(cfg)], capture_output=True, text=True
+    )
     process_wall = time.perf_counter() - t
     if proc.returncode != 0 or not Path(cfg["result"]).exists():
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-8000:])
@@ -400,8 +455,10 @@ def run_one(tool: str, scenario: str, work: Path, corpus: Path, models: Path, ar
     out = json.loads(Path(cfg["result"]).read_text(encoding="utf-8"))
     out["process_wall_s"] = round(process_wall, 3)
     out["stderr_tail"] = proc.stderr[-1500:] if proc.stderr.strip() else ""
-    log(f"{scenario}: {tool} {out['wall_s']:.2f} s (process {process_wall:.2f} s), {out['embedded']} embedded, "
-        f"peak {out['peak_rss_mb']:.0f} MB")
+    log(
+        f"{scenario}: {tool} {out['wall_s']:.2f} s (process {process_wall:.2f} s), {out['embedded']} embedded, "
+        f"peak {out['peak_rss_mb']:.0f} MB"
+    )
     return out
 
 
@@ -416,22 +473,44 @@ def main() -> int:
     from ingest import edit_markdown, pick_markdown
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", type=Path, default=DEFAULT_DOCS, help="corpus directory, only read (default: %(default)s)")
+    ap.add_argument(
+        "--corpus", type=Path, default=DEFAULT_DOCS, help="corpus directory, only read (default: %(default)s)"
+    )
     ap.add_argument("--exclude-pdf", action="store_true", help="leave out PDF files")
-    ap.add_argument("--exclude-larger-than", type=float, default=None, metavar="MB", help="leave out files larger than MB (10^6 bytes)")
+    ap.add_argument(
+        "--exclude-larger-than",
+        type=float,
+        default=None,
+        metavar="MB",
+        help="leave out files larger than MB (10^6 bytes)",
+    )
     ap.add_argument("--limit", type=int, default=None, help="then keep only the first N files (sorted paths)")
     ap.add_argument("--tools", default=",".join(TOOLS), help="comma-separated subset of %(default)s")
-    ap.add_argument("--ragpipe-chunking", choices=("sentences", "fill", "by_title"), default="sentences",
-                    help="sentences: whole sentences packed up to 800 characters across elements, as LlamaIndex's "
-                    "SentenceSplitter does (default); fill: unstructured's basic chunker packs whole elements up to 800; "
-                    "by_title: ragpipe's default chunker (a new chunk at each title and after 600 characters: more chunks)")
-    ap.add_argument("--full-repeats", type=int, default=1,
-                    help="run the full scenario this many times per tool (extra runs in empty state, tools in rotated "
-                         "order) and report medians (default 1)")
-    ap.add_argument("--batch-size", type=int, default=64, help="embedder forward-pass batch size, every tool (default 64)")
-    ap.add_argument("--peer-batch", type=int, default=512,
-                    help="texts the peers hand the embedder per call: LlamaIndex embed_batch_size, LangChain index(batch_size) "
-                         "(default 512, ragpipe's length-sorting window)")
+    ap.add_argument(
+        "--ragpipe-chunking",
+        choices=("sentences", "fill", "by_title"),
+        default="sentences",
+        help="sentences: whole sentences packed up to 800 characters across elements, as LlamaIndex's "
+        "SentenceSplitter does (default); fill: unstructured's basic chunker packs whole elements up to 800; "
+        "by_title: ragpipe's default chunker (a new chunk at each title and after 600 characters: more chunks)",
+    )
+    ap.add_argument(
+        "--full-repeats",
+        type=int,
+        default=1,
+        help="run the full scenario this many times per tool (extra runs in empty state, tools in rotated "
+        "order) and report medians (default 1)",
+    )
+    ap.add_argument(
+        "--batch-size", type=int, default=64, help="embedder forward-pass batch size, every tool (default 64)"
+    )
+    ap.add_argument(
+        "--peer-batch",
+        type=int,
+        default=512,
+        help="texts the peers hand the embedder per call: LlamaIndex embed_batch_size, LangChain index(batch_size) "
+        "(default 512, ragpipe's length-sorting window)",
+    )
     ap.add_argument("--workdir", type=Path, default=None, help="keep the corpus copy and every tool's state here")
     ap.add_argument("--out", type=Path, default=RESULTS / "peers.json")
     args = ap.parse_args()
@@ -451,12 +530,25 @@ def main() -> int:
     corpus = work / "corpus"
     started = time.perf_counter()
     results: dict[str, Any] = {
-        "benchmark": "peers", "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "machine": machine(), "library": library_state(),
-        "corpus": {"source": str(src), "files": len(included), "bytes": sum((src / p).stat().st_size for p in included),
-                   "by_extension": {}, "excluded": excluded},
-        "settings": {"embedder": EMBEDDER, "ragpipe_chunking": args.ragpipe_chunking, "batch_size": args.batch_size, "peer_batch": args.peer_batch,
-                     "chunk_chars": CHUNK_CHARS, "parser": f"ragpipe.parse.ParserPool, pdf fast, timeout {PARSE_TIMEOUT_S:g} s"},
+        "benchmark": "peers",
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "machine": machine(),
+        "library": library_state(),
+        "corpus": {
+            "source": str(src),
+            "files": len(included),
+            "bytes": sum((src / p).stat().st_size for p in included),
+            "by_extension": {},
+            "excluded": excluded,
+        },
+        "settings": {
+            "embedder": EMBEDDER,
+            "ragpipe_chunking": args.ragpipe_chunking,
+            "batch_size": args.batch_size,
+            "peer_batch": args.peer_batch,
+            "chunk_chars": CHUNK_CHARS,
+            "parser": f"ragpipe.parse_pool.ParserPool, pdf fast, timeout {PARSE_TIMEOUT_S:g} s",
+        },
         "runs": {},
     }
     for p in included:
@@ -483,9 +575,10 @@ def main() -> int:
         # Extra full runs, each in an empty state, tools in a rotated order: one full run per tool is too noisy on a
         # shared machine to settle a 10 % target (the same texts encode in 27-41 s from one run to the next).
         for k in range(1, args.full_repeats):
-            for tool in tools[k % len(tools):] + tools[: k % len(tools)]:
+            for tool in tools[k % len(tools) :] + tools[: k % len(tools)]:
                 results.setdefault("full_repeats", {}).setdefault(tool, []).append(
-                    run_one(tool, "full", work / f"repeat{k}", corpus, models, args))
+                    run_one(tool, "full", work / f"repeat{k}", corpus, models, args)
+                )
         if args.full_repeats > 1:
             results["full_medians"] = full_medians(results, tools)
         results["benchmark_wall_s"] = round(time.perf_counter() - started, 1)
@@ -499,11 +592,15 @@ def main() -> int:
     print(report(results, tools))
     if "full_medians" in results:
         m = results["full_medians"]
-        print("\n| full run, all repeats | runs | median wall s | median encode s | median wall - encode s | walls |\n|---|---:|---:|---:|---:|---|")
+        print(
+            "\n| full run, all repeats | runs | median wall s | median encode s | median wall - encode s | walls |\n|---|---:|---:|---:|---:|---|"
+        )
         for t in tools:
             x = m[t]
-            print(f"| {t} | {x['runs']} | {x['median_wall_s']:.1f} | {x['median_encode_s']:.1f} | {x['median_wall_minus_encode_s']:.1f} | "
-                  f"{', '.join(f'{w:.1f}' for w in x['wall_s'])} |")
+            print(
+                f"| {t} | {x['runs']} | {x['median_wall_s']:.1f} | {x['median_encode_s']:.1f} | {x['median_wall_minus_encode_s']:.1f} | "
+                f"{', '.join(f'{w:.1f}' for w in x['wall_s'])} |"
+            )
         print(f"ragpipe / fastest peer, median wall: {m.get('ragpipe / fastest peer (median wall)')}")
     print(f"\nJSON: {args.out}")
     return 0
@@ -518,14 +615,22 @@ def full_medians(r: dict[str, Any], tools: list[str]) -> dict[str, Any]:
         runs = [r["runs"][t]["full"], *r.get("full_repeats", {}).get(t, [])]
         walls = [x["wall_s"] for x in runs]
         encodes = [x["encode_s"] or 0.0 for x in runs]
-        out[t] = {"runs": len(runs), "wall_s": walls, "encode_s": encodes, "median_wall_s": statistics.median(walls),
-                  "median_encode_s": statistics.median(encodes),
-                  "median_wall_minus_encode_s": statistics.median(w - e for w, e in zip(walls, encodes))}
+        out[t] = {
+            "runs": len(runs),
+            "wall_s": walls,
+            "encode_s": encodes,
+            "median_wall_s": statistics.median(walls),
+            "median_encode_s": statistics.median(encodes),
+            "median_wall_minus_encode_s": statistics.median(w - e for w, e in zip(walls, encodes)),
+        }
     peers = [t for t in tools if t != "ragpipe"]
     if "ragpipe" in out and peers:
         fastest = min(peers, key=lambda t: out[t]["median_wall_s"])
-        out["ragpipe / fastest peer (median wall)"] = {"peer": fastest, "ratio": ratio(out["ragpipe"]["median_wall_s"], out[fastest]["median_wall_s"]),
-                                                       "met": out["ragpipe"]["median_wall_s"] <= 1.10 * out[fastest]["median_wall_s"]}
+        out["ragpipe / fastest peer (median wall)"] = {
+            "peer": fastest,
+            "ratio": ratio(out["ragpipe"]["median_wall_s"], out[fastest]["median_wall_s"]),
+            "met": out["ragpipe"]["median_wall_s"] <= 1.10 * out[fastest]["median_wall_s"],
+        }
     return out
 
 
@@ -558,13 +663,21 @@ def summarize(r: dict[str, Any], tools: list[str]) -> None:
         x = ratio(rp["wall_excl_embedder_load_s"], fastest_peer_x)
         t_emb = {"ragpipe": rp["embedded"], "fewest among peers": fewest_peer, "met": rp["embedded"] <= fewest_peer}
         if sc == "full":
-            t_wall = {"ragpipe / fastest peer": ratio(rp["wall_s"], fastest_peer), "limit": 1.10,
-                      "met": rp["wall_s"] <= 1.10 * fastest_peer, "excl. embedder load, ragpipe / fastest peer": x,
-                      "process wall, ragpipe / fastest peer": ratio(rp["process_wall_s"], fastest_peer_proc)}
+            t_wall = {
+                "ragpipe / fastest peer": ratio(rp["wall_s"], fastest_peer),
+                "limit": 1.10,
+                "met": rp["wall_s"] <= 1.10 * fastest_peer,
+                "excl. embedder load, ragpipe / fastest peer": x,
+                "process wall, ragpipe / fastest peer": ratio(rp["process_wall_s"], fastest_peer_proc),
+            }
         else:
-            t_wall = {"ragpipe / fastest peer": ratio(rp["wall_s"], fastest_peer), "limit": "fastest (< 1.0)",
-                      "met": rp["wall_s"] < fastest_peer, "excl. embedder load, ragpipe / fastest peer": x,
-                      "process wall, ragpipe / fastest peer": ratio(rp["process_wall_s"], fastest_peer_proc)}
+            t_wall = {
+                "ragpipe / fastest peer": ratio(rp["wall_s"], fastest_peer),
+                "limit": "fastest (< 1.0)",
+                "met": rp["wall_s"] < fastest_peer,
+                "excl. embedder load, ragpipe / fastest peer": x,
+                "process wall, ragpipe / fastest peer": ratio(rp["process_wall_s"], fastest_peer_proc),
+            }
         targets[sc] = {"embeddings": t_emb, "wall": t_wall}
     r["ratios"] = ratios
     r["targets"] = targets
@@ -587,15 +700,18 @@ def report(r: dict[str, Any], tools: list[str]) -> str:
             o = r["runs"][t][sc]
             rw = f"{o['wall_s'] / rp['wall_s']:.2f}" if rp else "-"
             rx = f"{o['wall_excl_embedder_load_s'] / rp['wall_excl_embedder_load_s']:.2f}" if rp else "-"
-            re_ = (f"{o['embedded'] / rp['embedded']:.2f}" if rp and rp["embedded"] else ("-" if o["embedded"] else "="))
+            re_ = f"{o['embedded'] / rp['embedded']:.2f}" if rp and rp["embedded"] else ("-" if o["embedded"] else "=")
             rm = f"{o['peak_rss_mb'] / rp['peak_rss_mb']:.2f}" if rp else "-"
             lines.append(
                 f"| {sc} | {t} | {o['wall_s']:.2f} | {rw} | {o['wall_excl_embedder_load_s']:.2f} | {rx} | {o['process_wall_s']:.2f} | {o['embedded']:,} | {re_} | "
                 f"{o['peak_rss_mb']:,.0f} ({o['peak_rss_main_mb']:,.0f} + {o['peak_rss_parser_worker_mb']:,.0f}) | {rm} | "
                 f"{o['stats'].get('chunks_total', '-'):,} |"
             )
-    lines += ["", "| where the time goes (s) | " + " | ".join(f"{t} {sc}" for sc in SCENARIOS for t in tools) + " |",
-              "|---|" + "---:|" * (len(SCENARIOS) * len(tools))]
+    lines += [
+        "",
+        "| where the time goes (s) | " + " | ".join(f"{t} {sc}" for sc in SCENARIOS for t in tools) + " |",
+        "|---|" + "---:|" * (len(SCENARIOS) * len(tools)),
+    ]
     keys: list[str] = []
     for t in tools:
         for sc in SCENARIOS:
@@ -614,11 +730,13 @@ def report(r: dict[str, Any], tools: list[str]) -> str:
         lines += ["", "targets:"]
         for sc, tg in r["targets"].items():
             e, w = tg["embeddings"], tg["wall"]
-            lines.append(f"  {sc}: embeddings ragpipe {e['ragpipe']:,} vs fewest peer {e['fewest among peers']:,} -> "
-                         f"{'met' if e['met'] else 'MISSED'}; wall ragpipe / fastest peer {w['ragpipe / fastest peer']} "
-                         f"(limit {w['limit']}) -> {'met' if w['met'] else 'MISSED'} "
-                         f"(excl. embedder load: {w['excl. embedder load, ragpipe / fastest peer']}; "
-                         f"process wall incl. imports: {w['process wall, ragpipe / fastest peer']})")
+            lines.append(
+                f"  {sc}: embeddings ragpipe {e['ragpipe']:,} vs fewest peer {e['fewest among peers']:,} -> "
+                f"{'met' if e['met'] else 'MISSED'}; wall ragpipe / fastest peer {w['ragpipe / fastest peer']} "
+                f"(limit {w['limit']}) -> {'met' if w['met'] else 'MISSED'} "
+                f"(excl. embedder load: {w['excl. embedder load, ragpipe / fastest peer']}; "
+                f"process wall incl. imports: {w['process wall, ragpipe / fastest peer']})"
+            )
     return "\n".join(lines)
 
 

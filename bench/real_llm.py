@@ -32,14 +32,18 @@ from ragpipe.warehouse import connect  # noqa: E402
 
 def settings_text(base: Path, answerer: str, base_url: str, model: str, models_dir: Path) -> str:
     text = (ROOT / "ragpipe.toml").read_text()
-    text = re.sub(r'(?m)^dir = "warehouse".*$', f'dir = "{base / "warehouse"}"\nmodels_dir = "{models_dir}"', text, count=1)
+    text = re.sub(
+        r'(?m)^dir = "warehouse".*$', f'dir = "{base / "warehouse"}"\nmodels_dir = "{models_dir}"', text, count=1
+    )
     text = re.sub(r'(?m)^dir = "examples/corpus"', f'dir = "{ROOT / "examples" / "corpus"}"', text, count=1)
-    text = re.sub(r'(?m)^path = "examples/golden.jsonl"', f'path = "{ROOT / "examples" / "golden.jsonl"}"', text, count=1)
+    text = re.sub(
+        r'(?m)^path = "examples/golden.jsonl"', f'path = "{ROOT / "examples" / "golden.jsonl"}"', text, count=1
+    )
     text = re.sub(r'(?m)^kind = "extractive".*$', f'kind = "{answerer}"', text, count=1)
-    text = re.sub(r'(?m)^base_url = .*$', f'base_url = "{base_url}"', text, count=1)
-    text = re.sub(r'(?m)^model = .*$', f'model = "{model}"\nmax_tokens = 96', text, count=1)
-    text = re.sub(r'(?m)^timeout_s = 30.0', 'timeout_s = 300.0', text, count=1)
-    text = re.sub(r'(?m)^concurrency = 4', 'concurrency = 1', text, count=1)
+    text = re.sub(r"(?m)^base_url = .*$", f'base_url = "{base_url}"', text, count=1)
+    text = re.sub(r"(?m)^model = .*$", f'model = "{model}"\nmax_tokens = 96', text, count=1)
+    text = re.sub(r"(?m)^timeout_s = 30.0", "timeout_s = 300.0", text, count=1)
+    text = re.sub(r"(?m)^concurrency = 4", "concurrency = 1", text, count=1)
     return text
 
 
@@ -51,8 +55,11 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "real_llm_answers.jsonl"))
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="ragpipe-llm-"))
-    (base / "ragpipe.toml").write_text(settings_text(base, args.answerer, args.base_url, args.model,
-                                                     Path(tempfile.gettempdir()) / "ragpipe-bench-models"))
+    (base / "ragpipe.toml").write_text(
+        settings_text(
+            base, args.answerer, args.base_url, args.model, Path(tempfile.gettempdir()) / "ragpipe-bench-models"
+        )
+    )
     s = load_settings(base / "ragpipe.toml")
     t0 = time.perf_counter()
     code = ragpipe_main(["--settings", str(s.source), "ci"])
@@ -62,9 +69,25 @@ def main() -> None:
             "SELECT v.question_id, g.kind, g.question, g.expected_answer, g.trap_value, v.anchor_retrieved, a.answer, "
             "a.error, a.latency_s, a.input_tokens, a.output_tokens, v.verdict, v.reason, v.matched_by, r.answerer_label "
             "FROM latest_verdicts v JOIN answers a USING (eval_run_id, question_id) JOIN golden_tests g USING (question_id) "
-            "JOIN eval_runs r USING (eval_run_id) ORDER BY v.question_id").fetchall()
-    cols = ["question_id", "kind", "question", "expected_answer", "trap_value", "anchor_retrieved", "answer", "error",
-            "latency_s", "input_tokens", "output_tokens", "verdict", "reason", "matched_by", "answerer"]
+            "JOIN eval_runs r USING (eval_run_id) ORDER BY v.question_id"
+        ).fetchall()
+    cols = [
+        "question_id",
+        "kind",
+        "question",
+        "expected_answer",
+        "trap_value",
+        "anchor_retrieved",
+        "answer",
+        "error",
+        "latency_s",
+        "input_tokens",
+        "output_tokens",
+        "verdict",
+        "reason",
+        "matched_by",
+        "answerer",
+    ]
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps(dict(zip(cols, r))) + "\n" for r in rows))
@@ -73,8 +96,10 @@ def main() -> None:
     print(f"\n{rows[0][14] if rows else args.answerer}: ragpipe ci exit {code}, {wall:.0f} s in all")
     print("verdicts: " + ", ".join(f"{k} {counts[k]}" for k in ("pass", "fail", "did_not_run", "error")))
     if lat:
-        print(f"per question: median {lat[len(lat) // 2]:.1f} s, max {lat[-1]:.1f} s; tokens in {sum(r[9] for r in rows)}, "
-              f"out {sum(r[10] for r in rows)}")
+        print(
+            f"per question: median {lat[len(lat) // 2]:.1f} s, max {lat[-1]:.1f} s; tokens in {sum(r[9] for r in rows)}, "
+            f"out {sum(r[10] for r in rows)}"
+        )
     print(f"raw answers: {out}")
 
 

@@ -113,9 +113,20 @@ def generate_tests(documents: dict[str, str], n: int, seed: int) -> list[dict[st
         t: dict[str, Any] = {"question_id": f"q{i:05d}", "question": f"Synthetic question {i} about {doc_id}?"}
         if negative:
             value = (_NUMBER.findall(quote) or sorted(_WORD.findall(quote), key=len)[-1:] or [quote.split()[0]])[0]
-            t.update(expected_answer="not in documents", kind="negative", trap_quote=quote, trap_source=doc_id, trap_value=value)
+            t.update(
+                expected_answer="not in documents",
+                kind="negative",
+                trap_quote=quote,
+                trap_source=doc_id,
+                trap_value=value,
+            )
         else:
-            t.update(expected_answer=" ".join(quote.split()[-3:]), kind="positive", evidence_quote=quote, evidence_source=doc_id)
+            t.update(
+                expected_answer=" ".join(quote.split()[-3:]),
+                kind="positive",
+                evidence_quote=quote,
+                evidence_source=doc_id,
+            )
         t.update(embedder_tag="minilm-bcfe46d6", last_validated="2026-11-01")
         tests.append(t)
     return tests
@@ -128,16 +139,28 @@ def as_test(obj: dict[str, Any], line: int) -> GoldenTest:
     """A GoldenTest straight from a generated object (as load_golden would make it, without parsing a file)."""
     neg = obj["kind"] == "negative"
     return GoldenTest(
-        question_id=obj["question_id"], question=obj["question"], expected_answer=obj["expected_answer"], kind=obj["kind"],
-        line=line, anchor_ids=[], quote=obj["trap_quote" if neg else "evidence_quote"],
-        source=obj["trap_source" if neg else "evidence_source"], trap_value=obj.get("trap_value"),
-        embedder_tag=obj.get("embedder_tag"), last_validated=obj.get("last_validated"), raw=obj,
+        question_id=obj["question_id"],
+        question=obj["question"],
+        expected_answer=obj["expected_answer"],
+        kind=obj["kind"],
+        line=line,
+        anchor_ids=[],
+        quote=obj["trap_quote" if neg else "evidence_quote"],
+        source=obj["trap_source" if neg else "evidence_source"],
+        trap_value=obj.get("trap_value"),
+        embedder_tag=obj.get("embedder_tag"),
+        last_validated=obj.get("last_validated"),
+        raw=obj,
     )
 
 
 def chunk_spans(con: Any, tag: str) -> list[ChunkSpan]:
-    return [ChunkSpan(*r) for r in con.execute(
-        "SELECT chunk_id, doc_id, start_char, end_char FROM chunks WHERE chunker_tag = ?", [tag]).fetchall()]
+    return [
+        ChunkSpan(*r)
+        for r in con.execute(
+            "SELECT chunk_id, doc_id, start_char, end_char FROM chunks WHERE chunker_tag = ?", [tag]
+        ).fetchall()
+    ]
 
 
 def profile_text(fn: Any, limit: int = 18) -> str:
@@ -165,16 +188,36 @@ def find_duckdb(path: Path) -> Path:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--warehouse", type=Path, default=None, help="reuse the warehouse a bench/ingest.py --workdir run built (copied first)")
-    ap.add_argument("--docs", type=Path, default=DEFAULT_DOCS, help="corpus directory when no --warehouse (default: %(default)s)")
+    ap.add_argument(
+        "--warehouse",
+        type=Path,
+        default=None,
+        help="reuse the warehouse a bench/ingest.py --workdir run built (copied first)",
+    )
+    ap.add_argument(
+        "--docs", type=Path, default=DEFAULT_DOCS, help="corpus directory when no --warehouse (default: %(default)s)"
+    )
     ap.add_argument("--limit", type=int, default=None, help="without --warehouse: only the first N files")
-    ap.add_argument("--exclude-larger-than", type=float, default=None, metavar="MB", help="without --warehouse: leave out files larger than MB")
+    ap.add_argument(
+        "--exclude-larger-than",
+        type=float,
+        default=None,
+        metavar="MB",
+        help="without --warehouse: leave out files larger than MB",
+    )
     ap.add_argument("--tests", type=int, default=10_000, help="number of synthetic tests (default 10000)")
     ap.add_argument("--seed", type=int, default=20261129)
-    ap.add_argument("--old-max-characters", type=int, default=800, help="chunker max_characters the old ids come from (default 800)")
-    ap.add_argument("--new-max-characters", type=int, default=500, help="chunker max_characters re-stamped under (default 500)")
-    ap.add_argument("--cli-subset", action="store_true",
-                    help="also time rewrite_fields with only the moved/split/new ids, as `ragpipe golden restamp --write`")
+    ap.add_argument(
+        "--old-max-characters", type=int, default=800, help="chunker max_characters the old ids come from (default 800)"
+    )
+    ap.add_argument(
+        "--new-max-characters", type=int, default=500, help="chunker max_characters re-stamped under (default 500)"
+    )
+    ap.add_argument(
+        "--cli-subset",
+        action="store_true",
+        help="also time rewrite_fields with only the moved/split/new ids, as `ragpipe golden restamp --write`",
+    )
     ap.add_argument("--profile", action="store_true", help="add a cProfile summary even when under the target")
     ap.add_argument("--out", type=Path, default=RESULTS / "restamp.json")
     args = ap.parse_args()
@@ -184,8 +227,14 @@ def main() -> int:
     warehouse = work / "warehouse"
     warehouse.mkdir()
     docs = args.docs.resolve()
-    results: dict[str, Any] = {"benchmark": "restamp", "command": " ".join([Path(sys.executable).name, *sys.argv]),
-                               "machine": machine(), "library": library_state(), "tests": args.tests, "seed": args.seed}
+    results: dict[str, Any] = {
+        "benchmark": "restamp",
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "machine": machine(),
+        "library": library_state(),
+        "tests": args.tests,
+        "seed": args.seed,
+    }
     try:
         if args.warehouse:
             src = find_duckdb(args.warehouse.resolve())
@@ -199,12 +248,24 @@ def main() -> int:
             included, excluded = select_files(docs, args.limit, args.exclude_larger_than)
             patterns = exclude_patterns(excluded)
             results["source"] = {"corpus": str(docs), "files_included": len(included), "excluded": excluded}
-        old = write_settings(work / "old.toml", docs, warehouse, patterns, max_characters=args.old_max_characters, new_after=600)
-        new = write_settings(work / "new.toml", docs, warehouse, patterns, max_characters=args.new_max_characters, new_after=600)
-        results["chunkers"] = {"old": {"tag": old.chunker_tag, "max_characters": old.chunker.max_characters,
-                                       "new_after_n_chars": old.chunker.new_after_n_chars},
-                               "new": {"tag": new.chunker_tag, "max_characters": new.chunker.max_characters,
-                                       "new_after_n_chars": new.chunker.new_after_n_chars}}
+        old = write_settings(
+            work / "old.toml", docs, warehouse, patterns, max_characters=args.old_max_characters, new_after=600
+        )
+        new = write_settings(
+            work / "new.toml", docs, warehouse, patterns, max_characters=args.new_max_characters, new_after=600
+        )
+        results["chunkers"] = {
+            "old": {
+                "tag": old.chunker_tag,
+                "max_characters": old.chunker.max_characters,
+                "new_after_n_chars": old.chunker.new_after_n_chars,
+            },
+            "new": {
+                "tag": new.chunker_tag,
+                "max_characters": new.chunker.max_characters,
+                "new_after_n_chars": new.chunker.new_after_n_chars,
+            },
+        }
 
         with connect(old.duckdb_path) as con:
             run_id = f"bench-restamp-{uuid.uuid4().hex[:8]}"
@@ -225,9 +286,12 @@ def main() -> int:
 
             documents = documents_text(con)
             n_chars = sum(len(t) for t in documents.values())
-            results["corpus_in_warehouse"] = {"documents": len(documents), "chars": n_chars,
-                                              "chunks_old": len(chunk_spans(con, old.chunker_tag)),
-                                              "chunks_new": len(chunk_spans(con, new.chunker_tag))}
+            results["corpus_in_warehouse"] = {
+                "documents": len(documents),
+                "chars": n_chars,
+                "chunks_old": len(chunk_spans(con, old.chunker_tag)),
+                "chunks_new": len(chunk_spans(con, new.chunker_tag)),
+            }
 
             # ---------------------------------------------------------------- the golden file with old ids
             log(f"generating {args.tests} tests (seed {args.seed})")
@@ -241,12 +305,19 @@ def main() -> int:
                 if s.new_ids and rng.random() < SHARE_WITH_OLD_IDS:
                     t_["trap_chunk_id" if t_["kind"] == "negative" else "evidence_chunk_id"] = id_value(s.new_ids)
             golden_path = work / "golden.jsonl"
-            golden_path.write_text("".join(json.dumps(t_, ensure_ascii=False) + "\n" for t_ in raw_tests), encoding="utf-8")
-            results["golden_file"] = {"bytes": golden_path.stat().st_size, "tests": len(raw_tests),
-                                      "negative": sum(t_["kind"] == "negative" for t_ in raw_tests),
-                                      "with_old_ids": sum(("trap_chunk_id" in t_) or ("evidence_chunk_id" in t_) for t_ in raw_tests),
-                                      "quote_chars_mean": round(sum(len(t_.get("trap_quote") or t_.get("evidence_quote")) for t_ in raw_tests) / len(raw_tests), 1),
-                                      "first_stamping_under_old_seconds": round(first_s, 3)}
+            golden_path.write_text(
+                "".join(json.dumps(t_, ensure_ascii=False) + "\n" for t_ in raw_tests), encoding="utf-8"
+            )
+            results["golden_file"] = {
+                "bytes": golden_path.stat().st_size,
+                "tests": len(raw_tests),
+                "negative": sum(t_["kind"] == "negative" for t_ in raw_tests),
+                "with_old_ids": sum(("trap_chunk_id" in t_) or ("evidence_chunk_id" in t_) for t_ in raw_tests),
+                "quote_chars_mean": round(
+                    sum(len(t_.get("trap_quote") or t_.get("evidence_quote")) for t_ in raw_tests) / len(raw_tests), 1
+                ),
+                "first_stamping_under_old_seconds": round(first_s, 3),
+            }
             t, c = time.perf_counter(), time.process_time()
             golden = load_golden(golden_path)
             load_s, load_cpu = time.perf_counter() - t, time.process_time() - c
@@ -256,7 +327,9 @@ def main() -> int:
             results["golden_file"]["load_golden_seconds"] = round(load_s, 3)
             results["golden_file"]["load_golden_cpu_seconds"] = round(load_cpu, 3)
             results["golden_file"]["documents_with_tests"] = len(docs_per_test)
-            results["golden_file"]["most_tests_in_one_document"] = sorted(docs_per_test.items(), key=lambda kv: -kv[1])[:5]
+            results["golden_file"]["most_tests_in_one_document"] = sorted(docs_per_test.items(), key=lambda kv: -kv[1])[
+                :5
+            ]
 
             # ---------------------------------------------------------------- timed: construct + stamp under the new chunking
             log("timing: Restamper construction + stamping")
@@ -275,7 +348,7 @@ def main() -> int:
             stamp_warm_s = time.perf_counter() - t
             assert [s.new_ids for s in again] == [s.new_ids for s in stamps]
             t = time.perf_counter()
-            via_evaluate = restamper_for(con, new.chunker_tag)
+            restamper_for(con, new.chunker_tag)  # timed: building the restamper from the warehouse
             restamper_for_s = time.perf_counter() - t
 
             counts: dict[str, int] = {}
@@ -351,7 +424,9 @@ def main() -> int:
                 t = time.perf_counter()
                 rewrite_fields(golden, sub)
                 results["rewrite"][f"rewrite_fields_{n_sub}_updates_seconds"] = round(time.perf_counter() - t, 3)
-                results[f"rewrite_profile_{n_sub}_updates"] = profile_text(lambda: rewrite_fields(golden, sub), limit=10)
+                results[f"rewrite_profile_{n_sub}_updates"] = profile_text(
+                    lambda: rewrite_fields(golden, sub), limit=10
+                )
         results["maxrss_mb"] = round(maxrss_mb(), 1)
         results["benchmark_wall_seconds"] = round(time.perf_counter() - started, 1)
     finally:
@@ -379,8 +454,16 @@ def per_document_cost(documents: dict[str, str], spans: list[ChunkSpan], tests: 
         c = cost.setdefault(t_.source or "", [0, 0.0])
         c[0] += 1
         c[1] += time.perf_counter() - t
-    rows = [{"doc": d, "tests": int(n), "seconds": round(s, 3), "chars": len(documents.get(d, "")), "chunks": n_chunks.get(d, 0)}
-            for d, (n, s) in cost.items()]
+    rows = [
+        {
+            "doc": d,
+            "tests": int(n),
+            "seconds": round(s, 3),
+            "chars": len(documents.get(d, "")),
+            "chunks": n_chunks.get(d, 0),
+        }
+        for d, (n, s) in cost.items()
+    ]
     return sorted(rows, key=lambda x: -x["seconds"])[:8]
 
 
@@ -402,15 +485,20 @@ def report(r: dict[str, Any]) -> str:
         f"| `rewrite_fields`, all {rw['updates_all']} ids | {rw['rewrite_fields_all_seconds']:.3f} | {rw['rewrite_fields_all_cpu_seconds']:.3f} |",
     ]
     if "rewrite_fields_cli_subset_seconds" in rw:
-        lines.append(f"| `rewrite_fields`, {rw['updates_cli_subset (moved/split/new)']} ids (moved/split/new, as `golden restamp --write`) | "
-                     f"{rw['rewrite_fields_cli_subset_seconds']:.3f} | |")
+        lines.append(
+            f"| `rewrite_fields`, {rw['updates_cli_subset (moved/split/new)']} ids (moved/split/new, as `golden restamp --write`) | "
+            f"{rw['rewrite_fields_cli_subset_seconds']:.3f} | |"
+        )
     lines += [
         "",
         "status counts: " + ", ".join(f"{k} {v}" for k, v in rs["status_counts"].items()),
     ]
     if "restamp_hot_documents" in r:
         lines += ["", "| document | tests | stamping seconds | chars | chunks |", "|---|---|---|---|---|"]
-        lines += [f"| {h['doc']} | {h['tests']} | {h['seconds']:.3f} | {h['chars']:,} | {h['chunks']} |" for h in r["restamp_hot_documents"]]
+        lines += [
+            f"| {h['doc']} | {h['tests']} | {h['seconds']:.3f} | {h['chars']:,} | {h['chunks']} |"
+            for h in r["restamp_hot_documents"]
+        ]
     return "\n".join(lines)
 
 

@@ -32,7 +32,6 @@ import json
 import os
 import re
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from _common import DEFAULT_DOCS, RESULTS, machine, write_json
 
 SHARED = DEFAULT_DOCS.parents[1]
@@ -63,10 +61,14 @@ def perturbed_corpus(dest: Path, src: Path, files: list[Path], copies: int) -> N
                 continue
             text = f.read_text(encoding="utf-8", errors="replace")
             if f.suffix.lower() in (".html", ".htm"):
-                out.write_text(_HTML_BLOCK_END.sub(lambda m: f" [rev {j}]{m.group(0)}", text), encoding="utf-8")
+                out.write_text(_HTML_BLOCK_END.sub(lambda m, j=j: f" [rev {j}]{m.group(0)}", text), encoding="utf-8")
                 continue
             paras = re.split(r"\n\s*\n", text)
-            out.write_text("\n\n".join(p.rstrip() + (f" [rev {j}]" if p.strip() and not p.lstrip().startswith("#") else "") for p in paras))
+            out.write_text(
+                "\n\n".join(
+                    p.rstrip() + (f" [rev {j}]" if p.strip() and not p.lstrip().startswith("#") else "") for p in paras
+                )
+            )
 
 
 def ingest_child(project: str, embedder: str, slice_rows: int, one_connection: bool = False) -> None:
@@ -99,9 +101,20 @@ def ingest_child(project: str, embedder: str, slice_rows: int, one_connection: b
     with connect(s.duckdb_path, read_only=True) as con:
         errors = con.execute("SELECT count(*) FROM ingest_errors").fetchone()[0]
         chunks = con.execute("SELECT count(*) FROM chunks").fetchone()[0]
-    print(json.dumps({"seconds": time.perf_counter() - t0, "vectors": stats["vectors"], "dims": stats["dims"],
-                      "embedded": stats["embedded"], "chunks": chunks, "ingest_errors": errors,
-                      "stage_peaks_mb": stage_peaks, "peak_rss_mb": peak()}))
+    print(
+        json.dumps(
+            {
+                "seconds": time.perf_counter() - t0,
+                "vectors": stats["vectors"],
+                "dims": stats["dims"],
+                "embedded": stats["embedded"],
+                "chunks": chunks,
+                "ingest_errors": errors,
+                "stage_peaks_mb": stage_peaks,
+                "peak_rss_mb": peak(),
+            }
+        )
+    )
 
 
 def memory(args: argparse.Namespace) -> dict[str, Any]:
@@ -113,9 +126,11 @@ def memory(args: argparse.Namespace) -> dict[str, Any]:
     models = work / "models"
     rows = []
     # Build the embedder's local model (minilm-static is distilled on first use) outside the measured processes.
-    warm = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r}); import ragpipe; "
-            f"from ragpipe.embed import load_embedder; from ragpipe.settings import EmbedderSettings; from pathlib import Path; "
-            f"load_embedder(EmbedderSettings(name={args.embedder!r}), Path({str(models)!r}))")
+    warm = (
+        f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r}); import ragpipe; "
+        f"from ragpipe.embed import load_embedder; from ragpipe.settings import EmbedderSettings; from pathlib import Path; "
+        f"load_embedder(EmbedderSettings(name={args.embedder!r}), Path({str(models)!r}))"
+    )
     subprocess.run([sys.executable, "-c", warm], check=True)
     for copies in [int(c) for c in args.copies.split(",")]:
         corpus = work / f"corpus-{copies}x"
@@ -125,24 +140,36 @@ def memory(args: argparse.Namespace) -> dict[str, Any]:
             proj.mkdir()
             (proj / "ragpipe.toml").write_text(
                 f'[warehouse]\ndir = "warehouse"\nmodels_dir = "{models}"\n[corpus]\ndir = "{corpus}"\n'
-                f'[embedder]\nname = "{args.embedder}"\n')
-            code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import scale; "
-                    f"scale.ingest_child({str(proj)!r}, {args.embedder!r}, {slice_rows or 0}, {args.one_connection})")
+                f'[embedder]\nname = "{args.embedder}"\n'
+            )
+            code = (
+                f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import scale; "
+                f"scale.ingest_child({str(proj)!r}, {args.embedder!r}, {slice_rows or 0}, {args.one_connection})"
+            )
             out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
             r = json.loads(out.stdout.strip().splitlines()[-1])
-            r.update(copies=copies, mode=mode, files=len(files) * copies, vectors_mb=r["vectors"] * r["dims"] * 4 / 2**20)
+            r.update(
+                copies=copies, mode=mode, files=len(files) * copies, vectors_mb=r["vectors"] * r["dims"] * 4 / 2**20
+            )
             rows.append(r)
-            print(f"{copies:>3}x {mode:9s}: {r['files']} files, {r['vectors']} vectors ({r['vectors_mb']:.1f} MB, "
-                  f"{r['embedded']} embedded), {r['ingest_errors']} ingest errors, peak RSS {r['peak_rss_mb']:.0f} MB "
-                  f"(after each stage: {r['stage_peaks_mb']}), {r['seconds']:.0f} s", flush=True)
-    print("\n| copies | files | vectors | vectors MB | peak RSS MB streamed | peak RSS MB one slice | "
-          "streamed growth over 1x | vectors growth over 1x |\n|---|---|---|---|---|---|---|---|")
+            print(
+                f"{copies:>3}x {mode:9s}: {r['files']} files, {r['vectors']} vectors ({r['vectors_mb']:.1f} MB, "
+                f"{r['embedded']} embedded), {r['ingest_errors']} ingest errors, peak RSS {r['peak_rss_mb']:.0f} MB "
+                f"(after each stage: {r['stage_peaks_mb']}), {r['seconds']:.0f} s",
+                flush=True,
+            )
+    print(
+        "\n| copies | files | vectors | vectors MB | peak RSS MB streamed | peak RSS MB one slice | "
+        "streamed growth over 1x | vectors growth over 1x |\n|---|---|---|---|---|---|---|---|"
+    )
     base = {r["mode"]: r for r in rows if r["copies"] == rows[0]["copies"]}
     for c in sorted({r["copies"] for r in rows}):
         s_ = next(r for r in rows if r["copies"] == c and r["mode"] == "streamed")
         o = next((f"{r['peak_rss_mb']:.0f}" for r in rows if r["copies"] == c and r["mode"] == "one slice"), "-")
-        print(f"| {c}x | {s_['files']} | {s_['vectors']} | {s_['vectors_mb']:.1f} | {s_['peak_rss_mb']:.0f} | {o} | "
-              f"{s_['peak_rss_mb'] - base['streamed']['peak_rss_mb']:+.0f} MB | {s_['vectors_mb'] - base['streamed']['vectors_mb']:+.1f} MB |")
+        print(
+            f"| {c}x | {s_['files']} | {s_['vectors']} | {s_['vectors_mb']:.1f} | {s_['peak_rss_mb']:.0f} | {o} | "
+            f"{s_['peak_rss_mb'] - base['streamed']['peak_rss_mb']:+.0f} MB | {s_['vectors_mb'] - base['streamed']['vectors_mb']:+.1f} MB |"
+        )
     return {"rows": rows, "files": [f.name for f in files], "embedder": args.embedder}
 
 
@@ -157,12 +184,20 @@ def _table(db: Any, name: str, vectors: np.ndarray, batch: int = 100_000) -> Any
     table = db.create_table(name, schema=store._schema(vectors.shape[1]))
     for i in range(0, len(vectors), batch):
         v = vectors[i : i + batch]
-        table.add(pa.table({
-            "chunk_id": [f"c{j}" for j in range(i, i + len(v))], "doc_id": ["d"] * len(v), "text": [""] * len(v),
-            "content_hash": [f"h{j}" for j in range(i, i + len(v))], "n_tokens": pa.array([0] * len(v), pa.int32()),
-            "run_id": ["r"] * len(v),
-            "vector": pa.FixedSizeListArray.from_arrays(pa.array(v.ravel(), pa.float32()), v.shape[1]),
-        }, schema=store._schema(vectors.shape[1])))
+        table.add(
+            pa.table(
+                {
+                    "chunk_id": [f"c{j}" for j in range(i, i + len(v))],
+                    "doc_id": ["d"] * len(v),
+                    "text": [""] * len(v),
+                    "content_hash": [f"h{j}" for j in range(i, i + len(v))],
+                    "n_tokens": pa.array([0] * len(v), pa.int32()),
+                    "run_id": ["r"] * len(v),
+                    "vector": pa.FixedSizeListArray.from_arrays(pa.array(v.ravel(), pa.float32()), v.shape[1]),
+                },
+                schema=store._schema(vectors.shape[1]),
+            )
+        )
     return table
 
 
@@ -222,17 +257,34 @@ def latency(args: argparse.Namespace) -> dict[str, Any]:
         ann_found, ann_lat = _search(table, queries, 10)
         for nprobes in [int(x) for x in args.nprobes.split(",")] if args.nprobes else []:
             found, lat = _search(table, queries, 10, nprobes)
-            print(f"    nprobes {nprobes}: recall@10 {_recall(found, exact, 10):.3f}, p50 {_pct(lat, 50):.1f} ms, p95 {_pct(lat, 95):.1f} ms")
-        r = {"n": n, "flat_p50_ms": _pct(flat_lat, 50), "flat_p95_ms": _pct(flat_lat, 95), "flat_recall": _recall(flat_found, exact, 10),
-             "index_build_s": build, "ann_p50_ms": _pct(ann_lat, 50), "ann_p95_ms": _pct(ann_lat, 95), "ann_recall": _recall(ann_found, exact, 10)}
+            print(
+                f"    nprobes {nprobes}: recall@10 {_recall(found, exact, 10):.3f}, p50 {_pct(lat, 50):.1f} ms, p95 {_pct(lat, 95):.1f} ms"
+            )
+        r = {
+            "n": n,
+            "flat_p50_ms": _pct(flat_lat, 50),
+            "flat_p95_ms": _pct(flat_lat, 95),
+            "flat_recall": _recall(flat_found, exact, 10),
+            "index_build_s": build,
+            "ann_p50_ms": _pct(ann_lat, 50),
+            "ann_p95_ms": _pct(ann_lat, 95),
+            "ann_recall": _recall(ann_found, exact, 10),
+        }
         rows.append(r)
-        print(f"{n:>9,} vectors: flat p50 {r['flat_p50_ms']:.1f} ms p95 {r['flat_p95_ms']:.1f} ms | index built in {build:.0f} s | "
-              f"ANN p50 {r['ann_p50_ms']:.1f} ms p95 {r['ann_p95_ms']:.1f} ms, recall@10 {r['ann_recall']:.3f}", flush=True)
+        print(
+            f"{n:>9,} vectors: flat p50 {r['flat_p50_ms']:.1f} ms p95 {r['flat_p95_ms']:.1f} ms | index built in {build:.0f} s | "
+            f"ANN p50 {r['ann_p50_ms']:.1f} ms p95 {r['ann_p95_ms']:.1f} ms, recall@10 {r['ann_recall']:.3f}",
+            flush=True,
+        )
         del vectors, table
-    print("\n| vectors | flat p50 / p95 ms | ANN index build s | ANN p50 / p95 ms | ANN recall@10 vs exact |\n|---|---|---|---|---|")
+    print(
+        "\n| vectors | flat p50 / p95 ms | ANN index build s | ANN p50 / p95 ms | ANN recall@10 vs exact |\n|---|---|---|---|---|"
+    )
     for r in rows:
-        print(f"| {r['n']:,} | {r['flat_p50_ms']:.1f} / {r['flat_p95_ms']:.1f} | {r['index_build_s']:.0f} | "
-              f"{r['ann_p50_ms']:.1f} / {r['ann_p95_ms']:.1f} | {r['ann_recall']:.3f} |")
+        print(
+            f"| {r['n']:,} | {r['flat_p50_ms']:.1f} / {r['flat_p95_ms']:.1f} | {r['index_build_s']:.0f} | "
+            f"{r['ann_p50_ms']:.1f} / {r['ann_p95_ms']:.1f} | {r['ann_recall']:.3f} |"
+        )
     return {"rows": rows, "queries": args.queries, "dims": 384}
 
 
@@ -248,8 +300,16 @@ def recall(args: argparse.Namespace) -> dict[str, Any]:
     texts = [t for t in (doc_text(d) for d in corpus) if t]  # the Cranfield abstracts, whole
     files = sorted((args.docs / "markdown").rglob("*.md")) + sorted((args.docs / "text").rglob("*.txt"))
     for f in files + sorted((SHARED / "pg_essays").glob("*.txt")):  # passages of up to 200 characters
-        texts += [p for p in (x.strip() for x in re.findall(r".{1,200}(?:\s|$)", " ".join(f.read_text(errors="replace").split()))) if len(p) >= 40]
-    emb = load_embedder(EmbedderSettings(name=args.embedder), Path(tempfile.gettempdir()) / f"ragpipe-bench-models-{os.getuid()}")
+        texts += [
+            p
+            for p in (
+                x.strip() for x in re.findall(r".{1,200}(?:\s|$)", " ".join(f.read_text(errors="replace").split()))
+            )
+            if len(p) >= 40
+        ]
+    emb = load_embedder(
+        EmbedderSettings(name=args.embedder), Path(tempfile.gettempdir()) / f"ragpipe-bench-models-{os.getuid()}"
+    )
     t0 = time.perf_counter()
     vectors = np.asarray(emb.encode(texts), dtype=np.float32)
     print(f"embedded {len(texts)} real texts with {emb.tag} in {time.perf_counter() - t0:.0f} s", flush=True)
@@ -258,10 +318,17 @@ def recall(args: argparse.Namespace) -> dict[str, Any]:
     exact = _exact_top(vectors, qv, 10)
     store.ensure_vector_index(table, min_rows=1)
     found, lat = _search(table, qv, 10)
-    r = {"texts": len(texts), "queries": len(qv), "embedder": emb.tag, "ann_recall_at_10": _recall(found, exact, 10),
-         "ann_p50_ms": _pct(lat, 50)}
-    print(f"ANN recall@10 vs exact on {len(texts)} real embeddings, {len(qv)} Cranfield queries: {r['ann_recall_at_10']:.3f} "
-          f"(p50 {r['ann_p50_ms']:.1f} ms)")
+    r = {
+        "texts": len(texts),
+        "queries": len(qv),
+        "embedder": emb.tag,
+        "ann_recall_at_10": _recall(found, exact, 10),
+        "ann_p50_ms": _pct(lat, 50),
+    }
+    print(
+        f"ANN recall@10 vs exact on {len(texts)} real embeddings, {len(qv)} Cranfield queries: {r['ann_recall_at_10']:.3f} "
+        f"(p50 {r['ann_p50_ms']:.1f} ms)"
+    )
     return r
 
 
@@ -272,7 +339,9 @@ def main() -> None:
     m.add_argument("--files", type=int, default=20, help="how many realdocs files (sorted by path); 0: all")
     m.add_argument("--copies", default="1,3,10")
     m.add_argument("--embedder", default="minilm-static")
-    m.add_argument("--all-formats", action="store_true", help="every realdocs format, not only Markdown (PDFs copied unchanged)")
+    m.add_argument(
+        "--all-formats", action="store_true", help="every realdocs format, not only Markdown (PDFs copied unchanged)"
+    )
     m.add_argument("--exclude-pdf", action="store_true", help="leave out PDF files (some take minutes each to parse)")
     m.add_argument("--one-connection", action="store_true", help="run every stage on one warehouse connection")
     m.add_argument("--streamed-only", action="store_true", help="skip the one-slice run (for the largest corpora)")
@@ -281,12 +350,17 @@ def main() -> None:
     lt = sub.add_parser("latency")
     lt.add_argument("--sizes", default="10000,100000,1000000")
     lt.add_argument("--queries", type=int, default=100)
-    lt.add_argument("--nprobes", default="", help="also measure the ANN search at these nprobes values (e.g. 20,50,100)")
+    lt.add_argument(
+        "--nprobes", default="", help="also measure the ANN search at these nprobes values (e.g. 20,50,100)"
+    )
     for p in (m, r):
         p.add_argument("--docs", type=Path, default=DEFAULT_DOCS)
     args = ap.parse_args()
     result = {"memory": memory, "recall": recall, "latency": latency}[args.mode](args)
-    write_json(RESULTS / f"scale-{args.mode}.json", {"machine": machine(), "args": {k: str(v) for k, v in vars(args).items()}, **result})
+    write_json(
+        RESULTS / f"scale-{args.mode}.json",
+        {"machine": machine(), "args": {k: str(v) for k, v in vars(args).items()}, **result},
+    )
 
 
 if __name__ == "__main__":

@@ -16,13 +16,10 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-
-from _common import DEFAULT_DOCS, RESULTS, exclude_patterns, machine, select_files, write_json, write_settings
 
 import dagster as dg  # noqa: E402
+import numpy as np
+from _common import DEFAULT_DOCS, RESULTS, exclude_patterns, machine, select_files, write_json, write_settings
 
 from assets.runner import materialize  # noqa: E402
 from ragpipe import store  # noqa: E402
@@ -47,7 +44,9 @@ def step_seconds(instance: dg.DagsterInstance, run_id: str) -> dict[str, float]:
 def table_of(settings_file: Path) -> dict[str, tuple[str, np.ndarray]]:
     s = load_settings(settings_file)
     emb = load_embedder(s.embedder, s.models_dir)
-    rows = store.table_rows(store.open_store(s).open_table(store.table_name(emb.tag)), ["chunk_id", "content_hash", "vector"])
+    rows = store.table_rows(
+        store.open_store(s).open_table(store.table_name(emb.tag)), ["chunk_id", "content_hash", "vector"]
+    )
     return {r["chunk_id"]: (r["content_hash"], np.asarray(r["vector"], dtype=np.float32)) for r in rows}
 
 
@@ -73,44 +72,65 @@ def main() -> None:
     r = materialize(str(base / "ragpipe.toml"), ["corpus", "documents", "chunks"], dg.DagsterInstance.ephemeral())
     assert r.success
     print(f"parsed and chunked {len(keep)} files in {time.perf_counter() - t0:.0f} s", flush=True)
-    load_embedder(load_settings(base / "ragpipe.toml").embedder, load_settings(base / "ragpipe.toml").models_dir)  # build once
+    load_embedder(
+        load_settings(base / "ragpipe.toml").embedder, load_settings(base / "ragpipe.toml").models_dir
+    )  # build once
 
     rows, tables = [], {}
     for n in [int(x) for x in args.shards.split(",")]:
         proj = work / f"shards-{n}"
         shutil.copytree(base, proj)
-        (proj / "ragpipe.toml").write_text((base / "ragpipe.toml").read_text().replace(str(base), str(proj))
-                                           + f"\n[scale]\nembed_shards = {n}\n")
+        (proj / "ragpipe.toml").write_text(
+            (base / "ragpipe.toml").read_text().replace(str(base), str(proj)) + f"\n[scale]\nembed_shards = {n}\n"
+        )
         (proj / "dagster_home").mkdir()
         instance = dg.DagsterInstance.local_temp(str(proj / "dagster_home"))
         t0 = time.perf_counter()
         result = materialize(str(proj / "ragpipe.toml"), ["embeddings"], instance, multiprocess=True)
         wall = time.perf_counter() - t0
         assert result.success, [str(e) for e in result.all_events if e.is_failure]
-        md = instance.fetch_materializations(dg.AssetKey("embeddings"), limit=1).records[0].asset_materialization.metadata
+        md = (
+            instance.fetch_materializations(dg.AssetKey("embeddings"), limit=1)
+            .records[0]
+            .asset_materialization.metadata
+        )
         steps = step_seconds(instance, result.run_id)
         tables[n] = table_of(proj / "ragpipe.toml")
-        row = {"shards": n, "wall_s": wall, "steps_s": steps, "vectors": md["vectors"].value,
-               "embedded_here": md["embedded"].value, "embedded_in_shards": md["precomputed"].value if "precomputed" in md else 0}
+        row = {
+            "shards": n,
+            "wall_s": wall,
+            "steps_s": steps,
+            "vectors": md["vectors"].value,
+            "embedded_here": md["embedded"].value,
+            "embedded_in_shards": md["precomputed"].value if "precomputed" in md else 0,
+        }
         rows.append(row)
-        print(f"{n} shard(s): {wall:.1f} s wall; steps " + ", ".join(f"{k} {v:.1f} s" for k, v in sorted(steps.items())), flush=True)
+        print(
+            f"{n} shard(s): {wall:.1f} s wall; steps " + ", ".join(f"{k} {v:.1f} s" for k, v in sorted(steps.items())),
+            flush=True,
+        )
 
     ref = tables[rows[0]["shards"]]
     for row in rows:
         t = tables[row["shards"]]
         row["identical_to_first"] = t.keys() == ref.keys() and all(
-            t[k][0] == ref[k][0] and float(np.abs(t[k][1] - ref[k][1]).max()) < 1e-6 for k in ref)
+            t[k][0] == ref[k][0] and float(np.abs(t[k][1] - ref[k][1]).max()) < 1e-6 for k in ref
+        )
     base_wall = rows[0]["wall_s"]
     print(f"\n{len(keep)} files ({args.formats}), {rows[0]['vectors']} vectors, embedder {args.embedder}\n")
-    print("| shards | wall s | ratio vs first | slowest shard step s | plan + merge s | texts embedded | table identical |")
+    print(
+        "| shards | wall s | ratio vs first | slowest shard step s | plan + merge s | texts embedded | table identical |"
+    )
     print("|---|---|---|---|---|---|---|")
     for row in rows:
         st = row["steps_s"]
         shard_steps = [v for k, v in st.items() if "embed_shard_" in k] or [st.get("embeddings", 0.0)]
         pm = sum(v for k, v in st.items() if k.endswith(("embed_plan", "embed_merge")))
         texts = row["embedded_here"] + row["embedded_in_shards"]
-        print(f"| {row['shards']} | {row['wall_s']:.1f} | {row['wall_s'] / base_wall:.2f} | {max(shard_steps):.1f} | {pm:.1f} | "
-              f"{texts} | {row['identical_to_first']} |")
+        print(
+            f"| {row['shards']} | {row['wall_s']:.1f} | {row['wall_s'] / base_wall:.2f} | {max(shard_steps):.1f} | {pm:.1f} | "
+            f"{texts} | {row['identical_to_first']} |"
+        )
     write_json(RESULTS / "shards.json", {"machine": machine(), "files": keep, "rows": rows})
     shutil.rmtree(work, ignore_errors=True)
 

@@ -264,8 +264,7 @@ def main() -> int:
         print(f"FAIL: {err}")
     print(
         f"{len(docs)} documents, {len(tests)} tests "
-        f"({len(negs)} negative, {len(poss)} positive): "
-        + ("OK" if not errors else f"{len(errors)} problem(s)")
+        f"({len(negs)} negative, {len(poss)} positive): " + ("OK" if not errors else f"{len(errors)} problem(s)")
     )
     return 1 if errors else 0
 

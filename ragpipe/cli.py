@@ -10,10 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ragpipe.export import ExportError
+from ragpipe.errors import EXIT_BLOCKED, EXIT_BUSY, EXIT_INPUT, EXIT_OK, INPUT_ERRORS, RagpipeError
 from ragpipe.golden import GoldenSetError
-from ragpipe.history import UnknownTest
-from ragpipe.objstore import ObjectStoreError
 from ragpipe.settings import SETTINGS_ENV, Settings, SettingsError, load_settings
 from ragpipe.warehouse import WarehouseBusy
 
@@ -32,6 +30,13 @@ Examples:
   ragpipe sql "SELECT * FROM latest_verdicts"   read-only SQL over the warehouse
   ragpipe export --to s3://bucket/ragpipe       every table and view as Parquet (a local directory works too)
   ragpipe niah run                  needle-in-a-haystack grid ([niah] settings): trials, heatmaps, effective length
+
+Exit codes:
+  0  ok
+  1  the gate blocked: a blocking verdict ([gate].block), a blocking flip in `compare`, or an evaluation run that
+     failed for a reason other than its input
+  2  a usage, settings or golden set file error: the message names the file, line or field to fix
+  3  the warehouse stayed locked by a running writer longer than --wait
 """
 
 
@@ -101,6 +106,11 @@ def failure_lines(result: Any) -> list[str]:
     return out or [f"run {result.run_id} failed before any step ran"]
 
 
+def failure_code(lines: list[str]) -> int:
+    """EXIT_INPUT when a step failed on bad input (a broken golden set file, settings): fix it, rerunning will not."""
+    return EXIT_INPUT if any(f" failed: {cls}: " in line for line in lines for cls in INPUT_ERRORS) else EXIT_BLOCKED
+
+
 def _report_failure(result: Any, verbose: bool = False) -> list[str]:
     lines = failure_lines(result)
     for line in lines:
@@ -109,8 +119,10 @@ def _report_failure(result: Any, verbose: bool = False) -> list[str]:
         for ev in result.all_events:
             if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
                 print(ev.step_failure_data.error.to_string(), file=sys.stderr)
-    print(f"run {result.run_id} failed{'' if verbose else ' (--verbose for the stack trace; the run page in the UI has it too)'}",
-          file=sys.stderr)
+    print(
+        f"run {result.run_id} failed{'' if verbose else ' (--verbose for the stack trace; the run page in the UI has it too)'}",
+        file=sys.stderr,
+    )
     return lines
 
 
@@ -135,8 +147,12 @@ def _bring_up_to_date(args: argparse.Namespace, trigger: str) -> list[str]:
     stderr = sys.stderr
     sys.stderr = stderr if verbose else _WithoutStackTraces(stderr)  # type: ignore[assignment]
     try:
-        selected, result = materialize_stale(str(settings.source), _instance(settings), tags={"ragpipe/trigger": trigger},
-                                             multiprocess=getattr(args, "multiprocess", False))
+        selected, result = materialize_stale(
+            str(settings.source),
+            _instance(settings),
+            tags={"ragpipe/trigger": trigger},
+            multiprocess=getattr(args, "multiprocess", False),
+        )
     finally:
         sys.stderr = stderr
     secs = time.perf_counter() - t0
@@ -154,13 +170,16 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     _check_store(settings)
-    result = materialize(str(settings.source), ["corpus", "documents", "chunks", "embeddings"], _instance(settings),
-                         tags={"ragpipe/trigger": "cli"})
+    result = materialize(
+        str(settings.source),
+        ["corpus", "documents", "chunks", "embeddings"],
+        _instance(settings),
+        tags={"ragpipe/trigger": "cli"},
+    )
     if not result.success:
-        _report_failure(result)
-        return 1
+        return failure_code(_report_failure(result))
     _print_ingest_summary(settings)
-    return 0
+    return EXIT_OK
 
 
 def _eval_summary(settings: Settings) -> Any:
@@ -186,18 +205,17 @@ def _write_reports(args: argparse.Namespace, junit: str, markdown: str) -> None:
 
 
 def cmd_ci(args: argparse.Namespace) -> int:
-    from ragpipe.report import (render_failure_junit, render_failure_markdown, render_junit, render_markdown,
-                                render_text)
+    from ragpipe.report import render_failure_junit, render_failure_markdown, render_junit, render_markdown, render_text
 
     settings = _settings(args)
     failures = _bring_up_to_date(args, "ci")
     if failures:  # still the reports, with the error as a failed case, never the older verdicts as this run's
         _write_reports(args, render_failure_junit(failures), render_failure_markdown(failures))
-        return 1
+        return failure_code(failures)
     summary = _eval_summary(settings)
     if summary is None:
         print("no evaluation results yet", file=sys.stderr)
-        return 1
+        return EXIT_BLOCKED
     block = tuple(args.block.split(",")) if args.block else settings.gate.block
     print(render_text(summary, block))
     _write_reports(args, render_junit(summary), render_markdown(summary, block))
@@ -215,7 +233,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if summary is not None:
         print()
         print(render_text(summary, settings.gate.block))
-        print("\nExplore: make ui (Dagster UI at http://127.0.0.1:3000), ragpipe sql \"SELECT * FROM latest_verdicts\"")
+        print('\nExplore: make ui (Dagster UI at http://127.0.0.1:3000), ragpipe sql "SELECT * FROM latest_verdicts"')
     return 0 if ok else 1
 
 
@@ -252,18 +270,22 @@ def _golden_and_stamps(settings: Settings) -> tuple[Any, Any, list[Any]]:
         raise SettingsError(f"{settings.source}: set [golden].path to the golden set file")
     golden = load_golden(settings.golden.path)
     if not settings.duckdb_path.exists():
-        raise SettingsError(f"no warehouse yet at {settings.duckdb_path}: run `ragpipe ingest` first (it parses and "
-                            f"chunks the corpus of {settings.source.name}; restamp locates the quotes in those chunks)")
+        raise SettingsError(
+            f"no warehouse yet at {settings.duckdb_path}: run `ragpipe ingest` first (it parses and "
+            f"chunks the corpus of {settings.source.name}; restamp locates the quotes in those chunks)"
+        )
     with connect(settings.duckdb_path, read_only=True) as con:
         n = con.execute("SELECT count(*) FROM chunks WHERE chunker_tag = ?", [settings.chunker_tag]).fetchone()[0]
         if n == 0:
-            raise SettingsError(f"no chunks under the current chunker {settings.chunker_tag}; run `ragpipe ingest` first")
+            raise SettingsError(
+                f"no chunks under the current chunker {settings.chunker_tag}; run `ragpipe ingest` first"
+            )
         stamper = restamper_for(con, settings.chunker_tag)
     return golden, stamper, [stamper.stamp(t) for t in golden.tests]
 
 
 def cmd_golden_validate(args: argparse.Namespace) -> int:
-    from ragpipe.golden import GoldenSetError, check_quotes, load_golden
+    from ragpipe.golden import check_quotes, load_golden
     from ragpipe.warehouse import connect
 
     settings = _settings(args)
@@ -284,13 +306,15 @@ def cmd_golden_validate(args: argparse.Namespace) -> int:
             raise GoldenSetError(broken)
     except GoldenSetError as exc:
         print(exc, file=sys.stderr)
-        return 1
+        return EXIT_INPUT
     drift = [p for p in problems if p.drift]
     for p in drift:
         print(f"corpus drift: {p}")
     if drift:
-        print(f"{path}: {len(golden.tests)} tests; {len(drift)} will read did_not_run until their quote is fixed "
-              f"(`ragpipe golden restamp` proposes the closest passage)")
+        print(
+            f"{path}: {len(golden.tests)} tests; {len(drift)} will read did_not_run until their quote is fixed "
+            f"(`ragpipe golden restamp` proposes the closest passage)"
+        )
         return 0
     print(f"{path}: {len(golden.tests)} tests OK")
     return 0
@@ -317,10 +341,14 @@ def cmd_golden_restamp(args: argparse.Namespace) -> int:
         t = by_id[st.question_id]
         if st.question_id in accept:
             if st.status != "missing" or not st.closest:
-                raise SettingsError(f"--accept {st.question_id}: its quote is {st.status}, there is no closest passage to accept")
+                raise SettingsError(
+                    f"--accept {st.question_id}: its quote is {st.status}, there is no closest passage to accept"
+                )
             if t.kind == "negative" and t.trap_value and quote_form(t.trap_value) not in quote_form(st.closest):
-                raise SettingsError(f"--accept {t.question_id}: the closest passage does not hold its trap_value "
-                                    f"{t.trap_value!r}; edit trap_quote and trap_value by hand")
+                raise SettingsError(
+                    f"--accept {t.question_id}: the closest passage does not hold its trap_value "
+                    f"{t.trap_value!r}; edit trap_quote and trap_value by hand"
+                )
             updates[t.question_id] = {ANCHOR_FIELDS[t.kind][1]: st.closest}
             st = stamper.stamp(dataclasses.replace(t, quote=st.closest))  # the accepted passage, stamped
         counts[st.status] = counts.get(st.status, 0) + 1
@@ -329,14 +357,22 @@ def cmd_golden_restamp(args: argparse.Namespace) -> int:
         if st.status != "unchanged":
             print(f"{st.question_id:<10} {st.anchor:<8} {st.status:<9} {st.reason}")
         if st.status == "missing" and st.closest:
-            print(f"{'':<10} accept the closest passage as the new quote: ragpipe golden restamp --accept {st.question_id}")
-    print(f"{len(stamps)} tests under chunker {settings.chunker_tag}: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+            print(
+                f"{'':<10} accept the closest passage as the new quote: ragpipe golden restamp --accept {st.question_id}"
+            )
+    print(
+        f"{len(stamps)} tests under chunker {settings.chunker_tag}: "
+        + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    )
     if not updates:
         print("the golden set file's stamps are current")
         return 0
     new_text = rewrite_fields(golden, updates)
-    sys.stdout.writelines(difflib.unified_diff(golden.text.splitlines(True), new_text.splitlines(True),
-                                               str(golden.path), f"{golden.path} (restamped)"))
+    sys.stdout.writelines(
+        difflib.unified_diff(
+            golden.text.splitlines(True), new_text.splitlines(True), str(golden.path), f"{golden.path} (restamped)"
+        )
+    )
     if not args.write and not accept:
         print(f"\n{len(updates)} test(s) would change; run with --write to rewrite {golden.path}")
         return 0
@@ -354,7 +390,7 @@ def cmd_golden_revalidate(args: argparse.Namespace) -> int:
     summary = _eval_summary(settings)
     if summary is None:
         print("no evaluation results yet; run `ragpipe ci` first", file=sys.stderr)
-        return 1
+        return EXIT_INPUT
     golden = load_golden(settings.golden.path)
     today = dt.date.today().isoformat()
     ran = {r.question_id for r in summary.rows if r.verdict in ("pass", "fail")}
@@ -418,8 +454,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     with connect(settings.duckdb_path, read_only=True, wait_s=args.wait) as con:
         done = export_warehouse(settings, con, args.to, names, log=show)
     dest = args.to.rstrip("/")
-    print(f"exported {len(done)} relations, {sum(e.rows for e in done)} rows in {time.perf_counter() - t0:.1f} s; "
-          f"{dest}/{MANIFEST} lists them")
+    print(
+        f"exported {len(done)} relations, {sum(e.rows for e in done)} rows in {time.perf_counter() - t0:.1f} s; "
+        f"{dest}/{MANIFEST} lists them"
+    )
     return 0
 
 
@@ -435,8 +473,10 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise SettingsError(f"{settings.source}: set [golden].path or pass --golden FILE")
     golden = load_golden(golden_path)
     verdicts = score(golden, load_answers(Path(args.answers), golden), settings)
-    rows = [{"question_id": v.question_id, "verdict": v.verdict, "reason": v.reason, "matched_by": v.matched_by or None}
-            for v in verdicts]
+    rows = [
+        {"question_id": v.question_id, "verdict": v.verdict, "reason": v.reason, "matched_by": v.matched_by or None}
+        for v in verdicts
+    ]
     if args.format == "json":
         print(json.dumps(rows, indent=2))
     else:
@@ -457,9 +497,14 @@ def cmd_history(args: argparse.Namespace) -> int:
     settings = _settings(args)
     with connect(settings.duckdb_path, read_only=True, wait_s=args.wait) as con:
         rows = history(con, args.question_id, args.limit)
-        question = con.execute("SELECT question, kind FROM golden_tests WHERE question_id = ?", [args.question_id]).fetchone()
-    print(f"{args.question_id} ({question[1]}): {question[0]}" if question else
-          f"{args.question_id} (no longer in the golden set)")
+        question = con.execute(
+            "SELECT question, kind FROM golden_tests WHERE question_id = ?", [args.question_id]
+        ).fetchone()
+    print(
+        f"{args.question_id} ({question[1]}): {question[0]}"
+        if question
+        else f"{args.question_id} (no longer in the golden set)"
+    )
     print(f"{'judged':<17} {'run':<9} {'trigger':<9} {'verdict':<12} {'rank':>4}  change")
     for r in rows:
         rank = "-" if r.anchor_rank is None else str(r.anchor_rank)
@@ -472,7 +517,9 @@ def cmd_history(args: argparse.Namespace) -> int:
                 parts.append("now unverified" if r.unverified else "verified again")
             change = "; ".join(parts + [f"cause: {r.cause}" if parts else r.cause])
         flag = "*" if r.unverified else " "
-        print(f"{r.started_at:%Y-%m-%d %H:%M}  {r.eval_run_id[:8]:<9} {r.trigger or '':<9} {r.verdict:<11}{flag} {rank:>4}  {change}")
+        print(
+            f"{r.started_at:%Y-%m-%d %H:%M}  {r.eval_run_id[:8]:<9} {r.trigger or '':<9} {r.verdict:<11}{flag} {rank:>4}  {change}"
+        )
     if rows and rows[-1].unverified:
         print("* unverified under the embedder of that run")
     return 0
@@ -484,13 +531,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     settings = _settings(args)
     candidate_settings(settings, args.set or [], Path(args.candidate) if args.candidate else None)  # fail early, worded
     from assets.runner import run_compare
-
     from ragpipe.compare import Comparison
 
     result = run_compare(str(settings.source), args.set or [], args.candidate or "", _instance(settings))
     if not isinstance(result, Comparison):
-        _report_failure(result, args.verbose)
-        return 2
+        return max(EXIT_INPUT, failure_code(_report_failure(result, args.verbose)))
     print(render_text(result))
     if args.markdown:
         Path(args.markdown).write_text(render_markdown(result), encoding="utf-8")
@@ -503,17 +548,20 @@ def cmd_niah_run(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     t0 = time.perf_counter()
-    result = materialize(str(settings.source), ["niah_haystacks", "niah_trials", "niah_report"], _instance(settings),
-                         tags={"ragpipe/trigger": "cli"})
+    result = materialize(
+        str(settings.source),
+        ["niah_haystacks", "niah_trials", "niah_report"],
+        _instance(settings),
+        tags={"ragpipe/trigger": "cli"},
+    )
     if not result.success:
-        _report_failure(result)
-        return 1
+        return failure_code(_report_failure(result))
     print(f"niah run {result.run_id} done in {time.perf_counter() - t0:.1f} s\n")
     return _print_niah_report(settings, None)
 
 
 def cmd_niah_report(args: argparse.Namespace) -> int:
-    from ragpipe.niah_run import report
+    from ragpipe.niah.report import report
     from ragpipe.warehouse import connect
 
     settings = _settings(args)
@@ -526,7 +574,7 @@ def _print_niah_report(settings: Settings, run_id: str | None) -> int:
     import json
 
     from ragpipe.niah import niah_settings
-    from ragpipe.niah_run import latest_run_id, render_text
+    from ragpipe.niah.report import latest_run_id, render_text
     from ragpipe.warehouse import connect
 
     with connect(settings.duckdb_path, read_only=True) as con:
@@ -534,7 +582,7 @@ def _print_niah_report(settings: Settings, run_id: str | None) -> int:
         row = con.execute("SELECT report_json FROM niah_runs WHERE run_id = ?", [run_id]).fetchone() if run_id else None
         if not row or not row[0]:
             print("no NIAH report yet; run `ragpipe niah run`", file=sys.stderr)
-            return 1
+            return EXIT_INPUT
         print(render_text(json.loads(row[0]), con, niah_settings(settings).effective_threshold))
     return 0
 
@@ -549,17 +597,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--settings", help=f"settings file (default: ${SETTINGS_ENV} or ./ragpipe.toml)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("demo", help="bring the whole graph up to date on the configured corpus and print the results",
-                       description="Materializes whatever is missing or stale (through Dagster: the run shows in the UI), "
-                       "then prints what was ingested and the verdicts. With the bundled settings the answerer is the "
-                       "offline baseline, so the gate is BLOCKED on purpose.",
-                       epilog="Example:\n  ragpipe demo\n  ragpipe --settings my-project.toml demo", formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "demo",
+        help="bring the whole graph up to date on the configured corpus and print the results",
+        description="Materializes whatever is missing or stale (through Dagster: the run shows in the UI), "
+        "then prints what was ingested and the verdicts. With the bundled settings the answerer is the "
+        "offline baseline, so the gate is BLOCKED on purpose.",
+        epilog="Example:\n  ragpipe demo\n  ragpipe --settings my-project.toml demo",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.set_defaults(func=cmd_demo)
-    p = sub.add_parser("ingest", help="run the ingestion stages (only what changed is redone)",
-                       description="corpus -> documents -> chunks -> embeddings: parses new and changed files, chunks "
-                       "them, embeds chunk texts not embedded before. The first step for a new golden set (then `ragpipe "
-                       "golden restamp --write`).",
-                       epilog="Example:\n  ragpipe ingest && ragpipe golden restamp --write", formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "ingest",
+        help="run the ingestion stages (only what changed is redone)",
+        description="corpus -> documents -> chunks -> embeddings: parses new and changed files, chunks "
+        "them, embeds chunk texts not embedded before. The first step for a new golden set (then `ragpipe "
+        "golden restamp --write`).",
+        epilog="Example:\n  ragpipe ingest && ragpipe golden restamp --write",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.set_defaults(func=cmd_ingest)
     p = sub.add_parser(
         "ci",
@@ -575,37 +631,57 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--junit", metavar="PATH", help="write JUnit XML (did-not-run tests are skipped, never passed)")
-    p.add_argument("--markdown", metavar="PATH", help="write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY)")
-    p.add_argument("--block", help="comma-separated blocking verdicts, overriding [gate].block (e.g. fail,did_not_run,unverified)")
+    p.add_argument(
+        "--markdown", metavar="PATH", help="write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY)"
+    )
+    p.add_argument(
+        "--block", help="comma-separated blocking verdicts, overriding [gate].block (e.g. fail,did_not_run,unverified)"
+    )
     p.add_argument("--verbose", action="store_true", help="print Dagster's stack traces of failed steps")
-    p.add_argument("--multiprocess", action="store_true",
-                   help="one process per step, as the Dagster daemon runs jobs: embedding shards ([scale].embed_shards) "
-                   "run in parallel (default: every step in this process)")
+    p.add_argument(
+        "--multiprocess",
+        action="store_true",
+        help="one process per step, as the Dagster daemon runs jobs: embedding shards ([scale].embed_shards) "
+        "run in parallel (default: every step in this process)",
+    )
     p.set_defaults(func=cmd_ci)
-    p = sub.add_parser("status", help="what is stale and why, down the whole chain (exit 1 when anything is)",
-                       description="Every asset with its state (fresh, stale, missing, stale-upstream) and the reasons, "
-                       "down the whole chain, and the error of its latest failed run (\"golden_set failed: ... (run "
-                       "86b45aea, 2026-12-01 22:17 UTC)\"). Reads the project's Dagster instance; changes nothing.",
-                       epilog="Example:\n  ragpipe status || ragpipe ci", formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "status",
+        help="what is stale and why, down the whole chain (exit 1 when anything is)",
+        description="Every asset with its state (fresh, stale, missing, stale-upstream) and the reasons, "
+        'down the whole chain, and the error of its latest failed run ("golden_set failed: ... (run '
+        "86b45aea, 2026-12-01 22:17 UTC)\"). Reads the project's Dagster instance; changes nothing.",
+        epilog="Example:\n  ragpipe status || ragpipe ci",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.set_defaults(func=cmd_status)
 
-    golden = sub.add_parser("golden", help="validate, re-stamp and re-validate the golden set file",
-                            description="Maintain the golden set file. The order after a chunker or corpus change: "
-                            "`restamp --write` (new chunk ids), `ragpipe ci` (run the tests), `revalidate --write` "
-                            "(record the embedder and date of the tests that ran).",
-                            epilog="Examples:\n  ragpipe golden validate\n  ragpipe golden restamp --write\n"
-                            "  ragpipe golden revalidate --write", formatter_class=argparse.RawDescriptionHelpFormatter)
+    golden = sub.add_parser(
+        "golden",
+        help="validate, re-stamp and re-validate the golden set file",
+        description="Maintain the golden set file. The order after a chunker or corpus change: "
+        "`restamp --write` (new chunk ids), `ragpipe ci` (run the tests), `revalidate --write` "
+        "(record the embedder and date of the tests that ran).",
+        epilog="Examples:\n  ragpipe golden validate\n  ragpipe golden restamp --write\n"
+        "  ragpipe golden revalidate --write",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     gsub = golden.add_subparsers(dest="golden_command", metavar="SUBCOMMAND")
-    p = gsub.add_parser("validate", help="list every problem with file, line and field (exit 1 when any)",
-                        description="Checks the golden set file: JSON, required fields, duplicate ids, dates, the trap "
-                        "value inside its quote, and (after `ragpipe ingest`) every quote in its document. A quote that "
-                        "is no longer in the corpus is reported as corpus drift, not as an error: that test reads "
-                        "did_not_run until it is fixed.",
-                        epilog="Examples:\n  ragpipe golden validate\n  ragpipe golden validate other-golden.jsonl", formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = gsub.add_parser(
+        "validate",
+        help="list every problem with file, line and field (exit 1 when any)",
+        description="Checks the golden set file: JSON, required fields, duplicate ids, dates, the trap "
+        "value inside its quote, and (after `ragpipe ingest`) every quote in its document. A quote that "
+        "is no longer in the corpus is reported as corpus drift, not as an error: that test reads "
+        "did_not_run until it is fixed.",
+        epilog="Examples:\n  ragpipe golden validate\n  ragpipe golden validate other-golden.jsonl",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("file", nargs="?", help="golden set file (default: [golden].path)")
     p.set_defaults(func=cmd_golden_validate)
     p = gsub.add_parser(
-        "restamp", help="locate each test's quote in the current chunks; --write rewrites the ids in place",
+        "restamp",
+        help="locate each test's quote in the current chunks; --write rewrites the ids in place",
         description="Locates every test's trap/evidence quote in the chunks of the current chunker (after `ragpipe "
         "ingest`) and prints what changed (moved, split, missing) and the unified diff of the golden set file with the "
         "new chunk ids. A quote that is no longer in its document comes with the closest passage of that document; "
@@ -621,17 +697,27 @@ Bring your own golden set: ragpipe ingest -> ragpipe golden restamp --write -> r
 ragpipe golden revalidate --write.""",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--write", action="store_true", help="rewrite the file in place (only the changed ids; a reviewable diff)")
-    p.add_argument("--accept", action="append", metavar="QID[,QID]",
-                   help="take the closest passage as the new quote of these tests whose quote is missing (writes the file)")
+    p.add_argument(
+        "--write", action="store_true", help="rewrite the file in place (only the changed ids; a reviewable diff)"
+    )
+    p.add_argument(
+        "--accept",
+        action="append",
+        metavar="QID[,QID]",
+        help="take the closest passage as the new quote of these tests whose quote is missing (writes the file)",
+    )
     p.set_defaults(func=cmd_golden_restamp)
-    p = gsub.add_parser("revalidate", help="re-tag and re-date the tests that ran under the current embedder",
-                        description="After `ragpipe ci` under a new embedder: writes the current embedder tag and today's "
-                        "date into embedder_tag and last_validated of every test whose anchor was retrieved in the latest "
-                        "evaluation (a test that did not run stays unverified). Run it after `golden restamp --write` "
-                        "and `ragpipe ci`, never before.",
-                        epilog="Examples:\n  ragpipe golden revalidate            what would change\n"
-                        "  ragpipe golden revalidate --write    rewrite those two fields in place", formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = gsub.add_parser(
+        "revalidate",
+        help="re-tag and re-date the tests that ran under the current embedder",
+        description="After `ragpipe ci` under a new embedder: writes the current embedder tag and today's "
+        "date into embedder_tag and last_validated of every test whose anchor was retrieved in the latest "
+        "evaluation (a test that did not run stays unverified). Run it after `golden restamp --write` "
+        "and `ragpipe ci`, never before.",
+        epilog="Examples:\n  ragpipe golden revalidate            what would change\n"
+        "  ragpipe golden revalidate --write    rewrite those two fields in place",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--write", action="store_true", help="rewrite embedder_tag and last_validated in place")
     p.set_defaults(func=cmd_golden_revalidate)
     golden.set_defaults(func=lambda a: (golden.print_help(), 2)[1])
@@ -655,7 +741,12 @@ A line of the answers file:
 """,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--answers", required=True, metavar="FILE", help="JSON Lines: question_id, answer, retrieved_ids or retrieved_texts")
+    p.add_argument(
+        "--answers",
+        required=True,
+        metavar="FILE",
+        help="JSON Lines: question_id, answer, retrieved_ids or retrieved_texts",
+    )
     p.add_argument("--golden", metavar="FILE", help="golden set file (default: [golden].path)")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=cmd_score)
@@ -691,8 +782,12 @@ A line of the answers file:
   ragpipe compare --settings ragpipe.toml --candidate candidate.toml""",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
-                   help="a candidate setting (repeatable); the value is read as TOML: 8, true, \"minilm-static\"")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="SECTION.KEY=VALUE",
+        help='a candidate setting (repeatable); the value is read as TOML: 8, true, "minilm-static"',
+    )
     p.add_argument("--candidate", metavar="FILE", help="a candidate settings file (default: the current one)")
     p.add_argument("--markdown", metavar="PATH", help="write the comparison as Markdown (a pull-request comment)")
     p.add_argument("--verbose", action="store_true", help="print Dagster's stack trace when the comparison fails")
@@ -711,7 +806,9 @@ A line of the answers file:
     )
     p.add_argument("question_id", help="the test's question_id in the golden set")
     p.add_argument("--limit", type=int, help="only the newest N runs")
-    p.add_argument("--wait", type=float, default=10.0, help="seconds to wait while a run holds the writer lock (default 10)")
+    p.add_argument(
+        "--wait", type=float, default=10.0, help="seconds to wait while a run holds the writer lock (default 10)"
+    )
     p.set_defaults(func=cmd_history)
 
     p = sub.add_parser(
@@ -727,7 +824,9 @@ A line of the answers file:
     )
     p.add_argument("query", nargs="?", help='e.g. "SELECT verdict, count(*) FROM latest_verdicts GROUP BY 1"')
     p.add_argument("--format", choices=["table", "csv", "json", "markdown"], default="table")
-    p.add_argument("--wait", type=float, default=10.0, help="seconds to wait while a run holds the writer lock (default 10)")
+    p.add_argument(
+        "--wait", type=float, default=10.0, help="seconds to wait while a run holds the writer lock (default 10)"
+    )
     p.set_defaults(func=cmd_sql)
 
     p = sub.add_parser(
@@ -753,7 +852,9 @@ Read it back, e.g. with DuckDB: SELECT * FROM 'exports/2024-06-01/verdict_histor
     )
     p.add_argument("--to", required=True, metavar="DEST", help="local directory or s3://BUCKET/PREFIX")
     p.add_argument("--tables", metavar="NAMES", help="comma-separated tables/views to export (default: all)")
-    p.add_argument("--wait", type=float, default=10.0, help="seconds to wait while a run holds the writer lock (default 10)")
+    p.add_argument(
+        "--wait", type=float, default=10.0, help="seconds to wait while a run holds the writer lock (default 10)"
+    )
     p.set_defaults(func=cmd_export)
     return parser
 
@@ -766,18 +867,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except (SettingsError, FileNotFoundError) as exc:
-        print(f"ragpipe: {exc}", file=sys.stderr)
-        return 2
-    except GoldenSetError as exc:
-        print(f"ragpipe: {exc}", file=sys.stderr)
-        return 2 if args.func is cmd_score else 1
-    except (ObjectStoreError, ExportError, UnknownTest) as exc:
-        print(f"ragpipe: {exc}", file=sys.stderr)
-        return 2
     except WarehouseBusy as exc:
         print(f"ragpipe: {exc}", file=sys.stderr)
-        return 3
+        return EXIT_BUSY
+    except (RagpipeError, FileNotFoundError) as exc:
+        print(f"ragpipe: {exc}", file=sys.stderr)
+        return EXIT_INPUT
     except BrokenPipeError:  # `ragpipe score ... | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -39,7 +39,9 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     key, sep, value = item.partition("=")
     path = [p.strip() for p in key.split(".") if p.strip()]
     if not sep or len(path) < 2:
-        raise SettingsError(f"--set {item!r}: expected SECTION.KEY=VALUE, e.g. embedder.name=minilm-static or retriever.k=8")
+        raise SettingsError(
+            f"--set {item!r}: expected SECTION.KEY=VALUE, e.g. embedder.name=minilm-static or retriever.k=8"
+        )
     try:
         parsed = tomllib.loads(f"v = {value.strip()}")["v"]
     except tomllib.TOMLDecodeError:
@@ -60,8 +62,10 @@ def candidate_settings(current: Settings, overrides: list[str], candidate_file: 
     for item in overrides:
         path, value = parse_override(item)
         if path[0] not in COMPARABLE:
-            raise SettingsError(f"--set {item!r}: compare changes only {', '.join(COMPARABLE)}; "
-                                f"[{path[0]}] must stay as it is (the same corpus and golden set)")
+            raise SettingsError(
+                f"--set {item!r}: compare changes only {', '.join(COMPARABLE)}; "
+                f"[{path[0]}] must stay as it is (the same corpus and golden set)"
+            )
         node = raw
         for part in path[:-1]:
             node = node.setdefault(part, {})
@@ -71,8 +75,10 @@ def candidate_settings(current: Settings, overrides: list[str], candidate_file: 
     cand = settings_from_dict(raw, source)
     for stage in ("corpus", "parser", "golden"):
         if cand.stage_hash(stage) != current.stage_hash(stage):
-            raise SettingsError(f"{source}: [{STAGE_SECTIONS[stage][0]}] differs from {current.source}; a comparison "
-                                f"runs another pipeline over the same corpus and golden set")
+            raise SettingsError(
+                f"{source}: [{STAGE_SECTIONS[stage][0]}] differs from {current.source}; a comparison "
+                f"runs another pipeline over the same corpus and golden set"
+            )
     return cand
 
 
@@ -113,7 +119,8 @@ class Comparison:
 
     def counts(self, side: str) -> dict[str, int]:
         return {v: sum(getattr(r, side).verdict == v for r in self.rows) for v in VERDICTS} | {
-            "unverified": sum(bool(getattr(r, side).unverified) for r in self.rows)}
+            "unverified": sum(bool(getattr(r, side).unverified) for r in self.rows)
+        }
 
     @property
     def flips(self) -> list[TestRow]:
@@ -128,7 +135,10 @@ def settings_diff(current: Settings, candidate: Settings) -> dict[str, str]:
     """'retriever.k': '5 -> 8' for every comparable setting that differs."""
     out: dict[str, str] = {}
     for section in COMPARABLE:
-        old, new = _flat(dataclasses.asdict(getattr(current, section))), _flat(dataclasses.asdict(getattr(candidate, section)))
+        old, new = (
+            _flat(dataclasses.asdict(getattr(current, section))),
+            _flat(dataclasses.asdict(getattr(candidate, section))),
+        )
         for key in sorted(set(old) | set(new)):
             if old.get(key) != new.get(key):
                 out[f"{section}.{key}"] = f"{old.get(key)} -> {new.get(key)}"
@@ -149,8 +159,12 @@ def _current_side(con: Any) -> tuple[str, dict[str, Side], dict[str, float]]:
     run = con.execute("SELECT eval_run_id, hit_at_k, mrr, recall_at_k, k FROM latest_eval_run").fetchone()
     if run is None:
         raise SettingsError("no judged evaluation in the warehouse yet: run `ragpipe ci` first, then compare")
-    sides = {q: Side(v, r, u) for q, v, r, u in con.execute(
-        "SELECT question_id, verdict, anchor_rank, unverified FROM verdicts WHERE eval_run_id = ?", [run[0]]).fetchall()}
+    sides = {
+        q: Side(v, r, u)
+        for q, v, r, u in con.execute(
+            "SELECT question_id, verdict, anchor_rank, unverified FROM verdicts WHERE eval_run_id = ?", [run[0]]
+        ).fetchall()
+    }
     return run[0], sides, dict(zip(("hit_at_k", "mrr", "recall_at_k", "k"), run[1:]))
 
 
@@ -195,8 +209,9 @@ def run_comparison(current: Settings, candidate: Settings, log: Log = _noop, kee
     t0 = time.perf_counter()
     comparison_id = f"cmp-{uuid.uuid4().hex[:12]}"
     scratch_dir = current.warehouse_dir / "compare" / comparison_id
-    cand = dataclasses.replace(candidate, warehouse_dir=scratch_dir, lancedb_location=None,
-                               model_cache=current.models_dir, s3=current.s3)
+    cand = dataclasses.replace(
+        candidate, warehouse_dir=scratch_dir, lancedb_location=None, model_cache=current.models_dir, s3=current.s3
+    )
     scratch_dir.mkdir(parents=True)
     with connect(current.duckdb_path, read_only=True) as main:
         current_run, current_sides, current_metrics = _current_side(main)
@@ -217,11 +232,21 @@ def run_comparison(current: Settings, candidate: Settings, log: Log = _noop, kee
         if not keep_scratch:
             shutil.rmtree(scratch_dir, ignore_errors=True)
     none = Side(None, None, None)
-    rows = [TestRow(q, kinds.get(q, ""), current_sides.get(q, none), cand_sides.get(q, none))
-            for q in sorted(set(current_sides) | set(cand_sides))]
-    result = Comparison(comparison_id, current_run, comparison_id, settings_diff(current, candidate), rows,
-                        {"current": current_metrics, "candidate": cand_metrics}, reused,
-                        round(time.perf_counter() - t0, 2), current.compare.block)
+    rows = [
+        TestRow(q, kinds.get(q, ""), current_sides.get(q, none), cand_sides.get(q, none))
+        for q in sorted(set(current_sides) | set(cand_sides))
+    ]
+    result = Comparison(
+        comparison_id,
+        current_run,
+        comparison_id,
+        settings_diff(current, candidate),
+        rows,
+        {"current": current_metrics, "candidate": cand_metrics},
+        reused,
+        round(time.perf_counter() - t0, 2),
+        current.compare.block,
+    )
     record(current, result, candidate)
     return result
 
@@ -231,16 +256,39 @@ def record(current: Settings, c: Comparison, candidate: Settings) -> None:
     with connect(current.duckdb_path) as con, transaction(con):
         con.execute(
             "INSERT INTO comparisons VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [c.comparison_id, c.current_run_id, str(candidate.source), json.dumps(c.changed), candidate.chunker_tag,
-             _embedder_tag(candidate), json.dumps(c.metrics["current"]), json.dumps(c.metrics["candidate"]),
-             len(c.flips), len(c.blocking), json.dumps(c.reused), c.seconds],
+            [
+                c.comparison_id,
+                c.current_run_id,
+                str(candidate.source),
+                json.dumps(c.changed),
+                candidate.chunker_tag,
+                _embedder_tag(candidate),
+                json.dumps(c.metrics["current"]),
+                json.dumps(c.metrics["candidate"]),
+                len(c.flips),
+                len(c.blocking),
+                json.dumps(c.reused),
+                c.seconds,
+            ],
         )
         if c.rows:
             con.executemany(
                 "INSERT INTO comparison_verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [[c.comparison_id, r.question_id, r.kind, r.current.verdict, r.candidate.verdict, r.current.anchor_rank,
-                  r.candidate.anchor_rank, r.current.unverified, r.candidate.unverified, r.transition in c.block and r.flipped]
-                 for r in c.rows],
+                [
+                    [
+                        c.comparison_id,
+                        r.question_id,
+                        r.kind,
+                        r.current.verdict,
+                        r.candidate.verdict,
+                        r.current.anchor_rank,
+                        r.candidate.anchor_rank,
+                        r.current.unverified,
+                        r.candidate.unverified,
+                        r.transition in c.block and r.flipped,
+                    ]
+                    for r in c.rows
+                ],
             )
 
 
@@ -253,19 +301,26 @@ def render_text(c: Comparison) -> str:
     mc, mk = c.metrics["current"], c.metrics["candidate"]
     lines = [f"COMPARISON {c.comparison_id}: current (run {c.current_run_id[:8]}) vs candidate ({c.seconds:.1f} s)"]
     lines += [f"  {k}: {v}" for k, v in c.changed.items()] or ["  (no setting differs)"]
-    lines += [f"  reused: {', '.join(f'{k} {v}' for k, v in c.reused.items())}",
-              "",
-              f"{'':<11}{'pass':>6}{'fail':>6}{'dnr':>6}{'error':>6}{'unver':>6}  hit@k    MRR",
-              f"{'current':<11}" + "".join(f"{cur[k]:>6}" for k in (*VERDICTS, "unverified"))
-              + f"  {mc['hit_at_k']:.3f}  {mc['mrr']:.3f}",
-              f"{'candidate':<11}" + "".join(f"{cand[k]:>6}" for k in (*VERDICTS, "unverified"))
-              + f"  {mk['hit_at_k']:.3f}  {mk['mrr']:.3f}",
-              "", f"PER TEST (current -> candidate)"]
+    lines += [
+        f"  reused: {', '.join(f'{k} {v}' for k, v in c.reused.items())}",
+        "",
+        f"{'':<11}{'pass':>6}{'fail':>6}{'dnr':>6}{'error':>6}{'unver':>6}  hit@k    MRR",
+        f"{'current':<11}"
+        + "".join(f"{cur[k]:>6}" for k in (*VERDICTS, "unverified"))
+        + f"  {mc['hit_at_k']:.3f}  {mc['mrr']:.3f}",
+        f"{'candidate':<11}"
+        + "".join(f"{cand[k]:>6}" for k in (*VERDICTS, "unverified"))
+        + f"  {mk['hit_at_k']:.3f}  {mk['mrr']:.3f}",
+        "",
+        "PER TEST (current -> candidate)",
+    ]
     for r in c.rows:
         mark = "!" if r in c.blocking else ("*" if r.flipped else " ")
-        lines.append(f" {mark}{r.question_id:<10} {r.current.verdict or 'none':>11} -> {r.candidate.verdict or 'none':<11}"
-                     f" rank {_rank(r.current.anchor_rank):>2} -> {_rank(r.candidate.anchor_rank):<2}"
-                     f"{'  unverified' if r.candidate.unverified else ''}")
+        lines.append(
+            f" {mark}{r.question_id:<10} {r.current.verdict or 'none':>11} -> {r.candidate.verdict or 'none':<11}"
+            f" rank {_rank(r.current.anchor_rank):>2} -> {_rank(r.candidate.anchor_rank):<2}"
+            f"{'  unverified' if r.candidate.unverified else ''}"
+        )
     lines.append(f"\nFLIPS ({len(c.flips)}; * changed, ! blocking: {', '.join(c.block)})")
     lines += [f"  {r.question_id:<10} {r.current.verdict} -> {r.candidate.verdict}" for r in c.flips] or ["  (none)"]
     lines.append(f"\nCANDIDATE: {'BLOCKED' if c.blocking else 'OK'} ({len(c.blocking)} blocking flip(s))")
@@ -275,17 +330,30 @@ def render_text(c: Comparison) -> str:
 def render_markdown(c: Comparison) -> str:
     cur, cand = c.counts("current"), c.counts("candidate")
     mc, mk = c.metrics["current"], c.metrics["candidate"]
-    out = [f"## ragpipe compare: {'BLOCKED' if c.blocking else 'OK'}", "",
-           "Candidate: " + (", ".join(f"`{k}` {v}" for k, v in c.changed.items()) or "no setting differs"), "",
-           "| | pass | fail | did not run | error | unverified | hit@k | MRR |", "|---|---:|---:|---:|---:|---:|---:|---:|",
-           "| current | " + " | ".join(str(cur[k]) for k in (*VERDICTS, "unverified")) + f" | {mc['hit_at_k']:.3f} | {mc['mrr']:.3f} |",
-           "| candidate | " + " | ".join(str(cand[k]) for k in (*VERDICTS, "unverified")) + f" | {mk['hit_at_k']:.3f} | {mk['mrr']:.3f} |",
-           "", f"### Flips ({len(c.flips)})", ""]
+    out = [
+        f"## ragpipe compare: {'BLOCKED' if c.blocking else 'OK'}",
+        "",
+        "Candidate: " + (", ".join(f"`{k}` {v}" for k, v in c.changed.items()) or "no setting differs"),
+        "",
+        "| | pass | fail | did not run | error | unverified | hit@k | MRR |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| current | "
+        + " | ".join(str(cur[k]) for k in (*VERDICTS, "unverified"))
+        + f" | {mc['hit_at_k']:.3f} | {mc['mrr']:.3f} |",
+        "| candidate | "
+        + " | ".join(str(cand[k]) for k in (*VERDICTS, "unverified"))
+        + f" | {mk['hit_at_k']:.3f} | {mk['mrr']:.3f} |",
+        "",
+        f"### Flips ({len(c.flips)})",
+        "",
+    ]
     if c.flips:
         out += ["| test | current | candidate | anchor rank | blocking |", "|---|---|---|---|---|"]
-        out += [f"| `{r.question_id}` | {r.current.verdict} | {r.candidate.verdict} | "
-                f"{_rank(r.current.anchor_rank)} -> {_rank(r.candidate.anchor_rank)} | {'yes' if r in c.blocking else ''} |"
-                for r in c.flips]
+        out += [
+            f"| `{r.question_id}` | {r.current.verdict} | {r.candidate.verdict} | "
+            f"{_rank(r.current.anchor_rank)} -> {_rank(r.candidate.anchor_rank)} | {'yes' if r in c.blocking else ''} |"
+            for r in c.flips
+        ]
     else:
         out.append("No verdict changes.")
     return "\n".join(out) + "\n"

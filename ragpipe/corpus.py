@@ -90,11 +90,17 @@ def scan_corpus(corpus_dir: Path, exclude: tuple[str, ...] = ()) -> CorpusScan:
                 try:
                     target = full.resolve(strict=True)
                 except (OSError, RuntimeError):
-                    problems.append(CorpusProblem(rel, "BrokenSymlink", f"{rel}: symlink is broken or loops; fix or remove it"))
+                    problems.append(
+                        CorpusProblem(rel, "BrokenSymlink", f"{rel}: symlink is broken or loops; fix or remove it")
+                    )
                     continue
                 if not _inside(target, real_root):
                     problems.append(
-                        CorpusProblem(rel, "SymlinkOutsideCorpus", f"{rel}: symlink points outside the corpus directory ({target}); not followed")
+                        CorpusProblem(
+                            rel,
+                            "SymlinkOutsideCorpus",
+                            f"{rel}: symlink points outside the corpus directory ({target}); not followed",
+                        )
                     )
                     continue
                 if target.is_dir():
@@ -106,7 +112,11 @@ def scan_corpus(corpus_dir: Path, exclude: tuple[str, ...] = ()) -> CorpusScan:
             fmt = format_of(full)
             if fmt is None:
                 problems.append(
-                    CorpusProblem(rel, "UnsupportedFormat", f"{rel}: unsupported file type {full.suffix or '(none)'!r}; add it to [corpus].exclude or convert it")
+                    CorpusProblem(
+                        rel,
+                        "UnsupportedFormat",
+                        f"{rel}: unsupported file type {full.suffix or '(none)'!r}; add it to [corpus].exclude or convert it",
+                    )
                 )
                 continue
             files.append(CorpusFile(rel, file_sha256(full), full.stat().st_size, fmt))

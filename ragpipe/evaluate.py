@@ -32,10 +32,14 @@ def documents_text(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return dict(con.execute("SELECT doc_id, text FROM documents").fetchall())
 
 
-def load_golden_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop) -> dict[str, Any]:
+def load_golden_stage(
+    settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop
+) -> dict[str, Any]:
     """Validate the golden set file (syntax, fields, duplicates, dates, quotes in the corpus) and record it."""
     if settings.golden.path is None:
-        raise GoldenSetError([GoldenProblem(str(settings.source), 0, None, "golden.path", "no golden set configured; set [golden].path")])
+        raise GoldenSetError(
+            [GoldenProblem(str(settings.source), 0, None, "golden.path", "no golden set configured; set [golden].path")]
+        )
     golden = load_golden(settings.golden.path)
     problems = check_quotes(golden, documents_text(con))
     broken = [p for p in problems if not p.drift]
@@ -51,15 +55,36 @@ def load_golden_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id
         con.executemany(
             "INSERT INTO golden_tests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                [t.question_id, t.kind, t.question, t.expected_answer, t.trap_value, t.quote, t.source, t.anchor_ids,
-                 t.embedder_tag, t.last_validated, t.line, str(golden.path), golden.sha256, run_id]
+                [
+                    t.question_id,
+                    t.kind,
+                    t.question,
+                    t.expected_answer,
+                    t.trap_value,
+                    t.quote,
+                    t.source,
+                    t.anchor_ids,
+                    t.embedder_tag,
+                    t.last_validated,
+                    t.line,
+                    str(golden.path),
+                    golden.sha256,
+                    run_id,
+                ]
                 for t in golden.tests
             ],
         )
     kinds = {k: sum(t.kind == k for t in golden.tests) for k in ("negative", "positive")}
-    log(f"golden set {golden.path}: {len(golden.tests)} tests ({kinds['negative']} negative, {kinds['positive']} positive)")
-    return {"tests": len(golden.tests), **kinds, "path": str(golden.path), "sha256": golden.sha256,
-            "drifted": [f"{p.question_id}: {p.message}" for p in drift]}
+    log(
+        f"golden set {golden.path}: {len(golden.tests)} tests ({kinds['negative']} negative, {kinds['positive']} positive)"
+    )
+    return {
+        "tests": len(golden.tests),
+        **kinds,
+        "path": str(golden.path),
+        "sha256": golden.sha256,
+        "drifted": [f"{p.question_id}: {p.message}" for p in drift],
+    }
 
 
 def golden_tests(con: duckdb.DuckDBPyConnection) -> list[GoldenTest]:
@@ -71,8 +96,12 @@ def golden_tests(con: duckdb.DuckDBPyConnection) -> list[GoldenTest]:
 
 
 def restamper_for(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> Restamper:
-    spans = [ChunkSpan(*r) for r in con.execute(
-        "SELECT chunk_id, doc_id, start_char, end_char FROM chunks WHERE chunker_tag = ?", [chunker_tag]).fetchall()]
+    spans = [
+        ChunkSpan(*r)
+        for r in con.execute(
+            "SELECT chunk_id, doc_id, start_char, end_char FROM chunks WHERE chunker_tag = ?", [chunker_tag]
+        ).fetchall()
+    ]
     return Restamper(documents_text(con), spans)
 
 
@@ -86,7 +115,10 @@ def stamp_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str,
     with transaction(con):
         con.executemany(
             "INSERT INTO stamps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
-            [[tag, s.question_id, s.anchor, s.status, list(s.old_ids), list(s.new_ids), s.doc_id, s.reason, run_id] for s in stamps],
+            [
+                [tag, s.question_id, s.anchor, s.status, list(s.old_ids), list(s.new_ids), s.doc_id, s.reason, run_id]
+                for s in stamps
+            ],
         )
     counts: dict[str, int] = {}
     for st in stamps:
@@ -96,8 +128,13 @@ def stamp_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str,
         if s.status != "new":
             log(f"stamp {s.question_id} ({s.anchor}): {s.status} {s.reason}")
     log("stamps: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
-    return {"chunker_tag": tag, "tests": len(stamps), "seconds": round(secs, 4), **counts,
-            "changes": [dataclasses.asdict(s) for s in changed]}
+    return {
+        "chunker_tag": tag,
+        "tests": len(stamps),
+        "seconds": round(secs, 4),
+        **counts,
+        "changes": [dataclasses.asdict(s) for s in changed],
+    }
 
 
 def current_anchors(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> dict[str, tuple[tuple[str, ...], str, str]]:
@@ -108,8 +145,10 @@ def current_anchors(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> dict[st
         "JOIN golden_tests g USING (question_id) WHERE s.chunker_tag = ?",
         [chunker_tag],
     ).fetchall()
-    return {qid: (tuple(new or ()) if status != "no_quote" else tuple(old or ()), status, reason or "")
-            for qid, status, new, old, reason in rows}
+    return {
+        qid: (tuple(new or ()) if status != "no_quote" else tuple(old or ()), status, reason or "")
+        for qid, status, new, old, reason in rows
+    }
 
 
 def retrieve_stage(
@@ -139,19 +178,39 @@ def retrieve_stage(
     vectors = emb.encode([t.question for t in tests]) if mode != "fts" and tests else None
     results = []
     for i, t in enumerate(tests):
-        hits = retrieve(table, mode, k, t.question, vectors[i] if vectors is not None else None, settings.retriever.nprobes)
+        hits = retrieve(
+            table, mode, k, t.question, vectors[i] if vectors is not None else None, settings.retriever.nprobes
+        )
         results.append((t.question_id, hits))
-    m = metrics([[h.chunk_id for h in hits] for _, hits in results],
-                [set(anchors.get(qid, ((), "", ""))[0]) for qid, _ in results], k)
-    golden_sha, golden_path = con.execute("SELECT any_value(golden_sha256), any_value(golden_path) FROM golden_tests").fetchone()
+    m = metrics(
+        [[h.chunk_id for h in hits] for _, hits in results],
+        [set(anchors.get(qid, ((), "", ""))[0]) for qid, _ in results],
+        k,
+    )
+    golden_sha, golden_path = con.execute(
+        "SELECT any_value(golden_sha256), any_value(golden_path) FROM golden_tests"
+    ).fetchone()
     with transaction(con):
         con.execute("DELETE FROM retrievals WHERE eval_run_id = ?", [run_id])
         con.execute("DELETE FROM eval_runs WHERE eval_run_id = ?", [run_id])
         con.execute(
             "INSERT INTO eval_runs (eval_run_id, started_at, chunker_tag, embedder_tag, retriever, golden_sha256, n_tests, "
             "trigger, hit_at_k, mrr, recall_at_k, k, golden_path, corpus_digest) VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [run_id, settings.chunker_tag, emb.tag, json.dumps(dataclasses.asdict(settings.retriever)), golden_sha or "",
-             len(tests), trigger, m["hit_at_k"], m["mrr"], m["recall_at_k"], k, golden_path, corpus_digest(con)],
+            [
+                run_id,
+                settings.chunker_tag,
+                emb.tag,
+                json.dumps(dataclasses.asdict(settings.retriever)),
+                golden_sha or "",
+                len(tests),
+                trigger,
+                m["hit_at_k"],
+                m["mrr"],
+                m["recall_at_k"],
+                k,
+                golden_path,
+                corpus_digest(con),
+            ],
         )
         rows = [[run_id, qid, h.rank, h.chunk_id, h.score] for qid, hits in results for h in hits]
         if rows:
@@ -180,7 +239,7 @@ def record_failure(con: duckdb.DuckDBPyConnection, run_id: str, asset: str, exc:
 
 
 def progress_line(what: str, done: int, total: int, elapsed_s: float, last: str = "") -> str:
-    """"answered 12/43 (neg_12): 61 s elapsed, about 2 min 30 s left" (the rate so far gives the estimate)."""
+    """ "answered 12/43 (neg_12): 61 s elapsed, about 2 min 30 s left" (the rate so far gives the estimate)."""
     left = elapsed_s / done * (total - done) if done else 0.0
     eta = f"{left / 60:.0f} min {left % 60:.0f} s" if left >= 60 else f"{left:.0f} s"
     return f"{what} {done}/{total}{f' ({last})' if last else ''}: {elapsed_s:.0f} s elapsed, about {eta} left"
@@ -200,13 +259,20 @@ def _fork(con: duckdb.DuckDBPyConnection, eval_run_id: str, run_id: str, trigger
     verdicts of a run that was already judged: they are history, and `verdict_changes` compares the two.
     """
     with transaction(con):
-        con.execute("INSERT INTO eval_runs SELECT * REPLACE (? AS eval_run_id, now() AS started_at, ? AS trigger, "
-                    "NULL AS verdict_run_id) FROM eval_runs WHERE eval_run_id = ?", [run_id, trigger, eval_run_id])
-        con.execute("INSERT INTO retrievals SELECT * REPLACE (? AS eval_run_id) FROM retrievals WHERE eval_run_id = ?",
-                    [run_id, eval_run_id])
+        con.execute(
+            "INSERT INTO eval_runs SELECT * REPLACE (? AS eval_run_id, now() AS started_at, ? AS trigger, "
+            "NULL AS verdict_run_id) FROM eval_runs WHERE eval_run_id = ?",
+            [run_id, trigger, eval_run_id],
+        )
+        con.execute(
+            "INSERT INTO retrievals SELECT * REPLACE (? AS eval_run_id) FROM retrievals WHERE eval_run_id = ?",
+            [run_id, eval_run_id],
+        )
         if answers:
-            con.execute("INSERT INTO answers SELECT * REPLACE (? AS eval_run_id) FROM answers WHERE eval_run_id = ?",
-                        [run_id, eval_run_id])
+            con.execute(
+                "INSERT INTO answers SELECT * REPLACE (? AS eval_run_id) FROM answers WHERE eval_run_id = ?",
+                [run_id, eval_run_id],
+            )
         else:
             con.execute("UPDATE eval_runs SET answered_run_id = NULL WHERE eval_run_id = ?", [run_id])
     return run_id
@@ -222,8 +288,9 @@ def _public_answerer_settings(settings: Settings) -> str:
     return json.dumps(dataclasses.asdict(settings.answerer), sort_keys=True)
 
 
-def answer_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop,
-                 trigger: str = "manual") -> dict[str, Any]:
+def answer_stage(
+    settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop, trigger: str = "manual"
+) -> dict[str, Any]:
     """Answer every question of the latest eval run from its retrieved chunks (a new eval run when that one was
     already judged: the answerer changed, or the nightly run re-answers)."""
     eval_run_id = _latest(con, "TRUE")
@@ -251,7 +318,10 @@ def answer_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str
     secs = time.perf_counter() - t0
     with transaction(con):
         con.execute("DELETE FROM answers WHERE eval_run_id = ?", [eval_run_id])
-        rows = [[eval_run_id, q, a.text, a.error, a.latency_s, a.input_tokens, a.output_tokens, a.support] for q, a in zip(qids, answers)]
+        rows = [
+            [eval_run_id, q, a.text, a.error, a.latency_s, a.input_tokens, a.output_tokens, a.support]
+            for q, a in zip(qids, answers)
+        ]
         if rows:  # DuckDB's executemany refuses an empty list (a golden set with no tests)
             con.executemany("INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
         con.execute(
@@ -277,18 +347,25 @@ def anchor_rank(retrieved: list[str], anchor_ids: tuple[str, ...] | list[str]) -
     return next((i for i, cid in enumerate(retrieved, 1) if cid in set(anchor_ids)), None)
 
 
-def anchor_source_sha(con: duckdb.DuckDBPyConnection, chunker_tag: str, tests: list[GoldenTest]) -> dict[str, str | None]:
+def anchor_source_sha(
+    con: duckdb.DuckDBPyConnection, chunker_tag: str, tests: list[GoldenTest]
+) -> dict[str, str | None]:
     """Content hash of each test's anchor document: the one its stamp found the quote in (a renamed file is followed),
     else the `source` its golden line names; None when that document is not in the corpus."""
-    found = dict(con.execute(
-        "SELECT s.question_id, d.sha256 FROM latest_stamps s JOIN documents d USING (doc_id) "
-        "WHERE s.chunker_tag = ? AND s.status <> 'missing'", [chunker_tag]).fetchall())
+    found = dict(
+        con.execute(
+            "SELECT s.question_id, d.sha256 FROM latest_stamps s JOIN documents d USING (doc_id) "
+            "WHERE s.chunker_tag = ? AND s.status <> 'missing'",
+            [chunker_tag],
+        ).fetchall()
+    )
     docs = dict(con.execute("SELECT doc_id, sha256 FROM documents").fetchall())
     return {t.question_id: found.get(t.question_id) or docs.get(t.source or "") for t in tests}
 
 
-def verdict_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop,
-                  trigger: str = "manual") -> dict[str, Any]:
+def verdict_stage(
+    settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop, trigger: str = "manual"
+) -> dict[str, Any]:
     """Judge every test of the latest answered eval run: pass, fail, did_not_run or error, plus unverified (a new
     eval run when that one was already judged by another run: the judge or the verdict rule changed)."""
     eval_run_id = _latest(con, "answered_run_id IS NOT NULL")
@@ -305,20 +382,36 @@ def verdict_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: st
     answers = {
         r[0]: Answer(r[1], r[3], r[4], r[5], error=r[2])
         for r in con.execute(
-            "SELECT question_id, answer, error, latency_s, input_tokens, output_tokens FROM answers WHERE eval_run_id = ?", [eval_run_id]
+            "SELECT question_id, answer, error, latency_s, input_tokens, output_tokens FROM answers WHERE eval_run_id = ?",
+            [eval_run_id],
         ).fetchall()
     }
     verdicts = []
     for t in golden_tests(con):
         ids, status, why = anchors.get(t.question_id, ((), "missing", ""))
         ans = answers.get(t.question_id) or Answer("", 0.0, 0, 0, error="no answer recorded for this test")
-        verdicts.append((t, decide(t, ids, status, retrieved.get(t.question_id, []), ans, settings.answerer.refusal_phrases,
-                                   embedder_tag, stamp_reason=why)))
+        verdicts.append(
+            (
+                t,
+                decide(
+                    t,
+                    ids,
+                    status,
+                    retrieved.get(t.question_id, []),
+                    ans,
+                    settings.answerer.refusal_phrases,
+                    embedder_tag,
+                    stamp_reason=why,
+                ),
+            )
+        )
     replies = {}
     if settings.judge.enabled:
         replies = judge.settle(settings.judge, verdicts, {q: a.text for q, a in answers.items()})
         if replies:
-            log(f"the judge ({settings.judge.openai.model}) ruled on {len(replies)} answer(s) the rules could not settle")
+            log(
+                f"the judge ({settings.judge.openai.model}) ruled on {len(replies)} answer(s) the rules could not settle"
+            )
     verdicts = [(t, replies[t.question_id][0] if t.question_id in replies else v) for t, v in verdicts]
     sources = anchor_source_sha(con, chunker_tag, [t for t, _ in verdicts])
     with transaction(con):
@@ -327,11 +420,27 @@ def verdict_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: st
             "INSERT INTO verdicts (eval_run_id, question_id, kind, verdict, reason, anchor_ids, anchor_retrieved, refused, "
             "took_trap, matched_by, unverified, test_embedder_tag, judged_at, judge_reply, test_sha, source_sha, anchor_rank) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?, ?, ?, ?)",
-            [[eval_run_id, v.question_id, v.kind, v.verdict, v.reason, list(v.anchor_ids), v.anchor_retrieved, v.refused,
-              v.took_trap, v.matched_by, v.unverified, t.embedder_tag, replies.get(t.question_id, (v, None))[1],
-              test_sha(t), sources[t.question_id],
-              anchor_rank(retrieved.get(t.question_id, []), v.anchor_ids)]
-             for t, v in verdicts],
+            [
+                [
+                    eval_run_id,
+                    v.question_id,
+                    v.kind,
+                    v.verdict,
+                    v.reason,
+                    list(v.anchor_ids),
+                    v.anchor_retrieved,
+                    v.refused,
+                    v.took_trap,
+                    v.matched_by,
+                    v.unverified,
+                    t.embedder_tag,
+                    replies.get(t.question_id, (v, None))[1],
+                    test_sha(t),
+                    sources[t.question_id],
+                    anchor_rank(retrieved.get(t.question_id, []), v.anchor_ids),
+                ]
+                for t, v in verdicts
+            ],
         )
         con.execute("UPDATE eval_runs SET verdict_run_id = ? WHERE eval_run_id = ?", [run_id, eval_run_id])
     counts = {k: sum(v.verdict == k for _, v in verdicts) for k in ("pass", "fail", "did_not_run", "error")}

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import duckdb
 
+from ragpipe.errors import RagpipeError
 from ragpipe.objstore import ObjectStoreError, explain, no_such_bucket, pyarrow_filesystem, split_uri
 from ragpipe.settings import Settings, check_s3_uri, is_remote_uri
 
@@ -26,7 +27,7 @@ MANIFEST = "_manifest.json"
 BATCH_ROWS = 65_536
 
 
-class ExportError(ValueError):
+class ExportError(RagpipeError, ValueError):
     """An export that cannot start (an unknown table, an unsupported destination); the message says why."""
 
 

@@ -14,10 +14,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragpipe.errors import RagpipeError
+
 REQUIRED = ("question_id", "question", "expected_answer")
 KINDS = ("negative", "positive")
-ANCHOR_FIELDS = {"negative": ("trap_chunk_id", "trap_quote", "trap_source"), "positive": ("evidence_chunk_id", "evidence_quote", "evidence_source")}
-DEFAULT_REFUSALS = ("not in documents", "not in the documents", "no answer", "unanswerable", "i don't know", "cannot be answered")
+ANCHOR_FIELDS = {
+    "negative": ("trap_chunk_id", "trap_quote", "trap_source"),
+    "positive": ("evidence_chunk_id", "evidence_quote", "evidence_source"),
+}
+DEFAULT_REFUSALS = (
+    "not in documents",
+    "not in the documents",
+    "no answer",
+    "unanswerable",
+    "i don't know",
+    "cannot be answered",
+)
 
 
 @dataclass(frozen=True)
@@ -36,7 +48,7 @@ class GoldenProblem:
         return f"{where}{who}{fld} {self.message}"
 
 
-class GoldenSetError(ValueError):
+class GoldenSetError(RagpipeError, ValueError):
     """A golden set with problems; str() lists every one with file, line and field."""
 
     def __init__(self, problems: list[GoldenProblem]):
@@ -93,20 +105,36 @@ def _objects(text: str, name: str, problems: list[GoldenProblem]) -> tuple[str, 
             pos = m.end() if m else pos
             if pos >= len(text):
                 problems.append(
-                    GoldenProblem(name, _line_of(text, len(text)), None, None, "malformed JSON: the array is never closed with ']'; fix the syntax")
+                    GoldenProblem(
+                        name,
+                        _line_of(text, len(text)),
+                        None,
+                        None,
+                        "malformed JSON: the array is never closed with ']'; fix the syntax",
+                    )
                 )
                 break
             if text[pos] == "]":
-                rest = len(text[pos + 1:]) - len(text[pos + 1:].lstrip())
+                rest = len(text[pos + 1 :]) - len(text[pos + 1 :].lstrip())
                 if pos + 1 + rest < len(text):
                     problems.append(
-                        GoldenProblem(name, _line_of(text, pos + 1 + rest), None, None, "malformed JSON: content after the closing ']'; fix the syntax")
+                        GoldenProblem(
+                            name,
+                            _line_of(text, pos + 1 + rest),
+                            None,
+                            None,
+                            "malformed JSON: content after the closing ']'; fix the syntax",
+                        )
                     )
                 break
             try:
                 value, end = decoder.raw_decode(text, pos)
             except json.JSONDecodeError as exc:
-                problems.append(GoldenProblem(name, _line_of(text, exc.pos), None, None, f"malformed JSON: {exc.msg}; fix the syntax"))
+                problems.append(
+                    GoldenProblem(
+                        name, _line_of(text, exc.pos), None, None, f"malformed JSON: {exc.msg}; fix the syntax"
+                    )
+                )
                 return "json", out
             out.append((pos, end, value))
             pos = end
@@ -122,7 +150,13 @@ def _objects(text: str, name: str, problems: list[GoldenProblem]) -> tuple[str, 
                 out.append((start, start + len(body), value))
             except json.JSONDecodeError as exc:
                 problems.append(
-                    GoldenProblem(name, _line_of(text, pos), None, None, f"malformed JSON at column {exc.colno}: {exc.msg}; fix the syntax")
+                    GoldenProblem(
+                        name,
+                        _line_of(text, pos),
+                        None,
+                        None,
+                        f"malformed JSON at column {exc.colno}: {exc.msg}; fix the syntax",
+                    )
                 )
         pos += len(raw_line)
     return "jsonl", out
@@ -151,7 +185,9 @@ def load_golden(path: Path) -> GoldenFile:
     path = Path(path)
     name = str(path)
     if not path.is_file():
-        raise GoldenSetError([GoldenProblem(name, 0, None, None, "file not found; set [golden].path in the settings file")])
+        raise GoldenSetError(
+            [GoldenProblem(name, 0, None, None, "file not found; set [golden].path in the settings file")]
+        )
     text = path.read_text(encoding="utf-8")
     problems: list[GoldenProblem] = []
     fmt, objects = _objects(text, name, problems)
@@ -168,10 +204,16 @@ def load_golden(path: Path) -> GoldenFile:
         before = len(problems)
         for f in REQUIRED:
             if obj.get(f) in (None, ""):
-                problems.append(GoldenProblem(name, line, qid_s, f, "missing; every test needs question_id, question and expected_answer"))
+                problems.append(
+                    GoldenProblem(
+                        name, line, qid_s, f, "missing; every test needs question_id, question and expected_answer"
+                    )
+                )
         if qid_s is not None:
             if qid_s in seen:
-                problems.append(GoldenProblem(name, line, qid_s, "question_id", f"duplicate: also used on line {seen[qid_s]}"))
+                problems.append(
+                    GoldenProblem(name, line, qid_s, "question_id", f"duplicate: also used on line {seen[qid_s]}")
+                )
             else:
                 seen[qid_s] = line
         kind = obj.get("kind")
@@ -185,20 +227,34 @@ def load_golden(path: Path) -> GoldenFile:
             try:
                 dt.date.fromisoformat(str(lv))
             except ValueError:
-                problems.append(GoldenProblem(name, line, qid_s, "last_validated", f"not a date: {lv!r}; use YYYY-MM-DD"))
+                problems.append(
+                    GoldenProblem(name, line, qid_s, "last_validated", f"not a date: {lv!r}; use YYYY-MM-DD")
+                )
         id_field, quote_field, source_field = ANCHOR_FIELDS[kind]
         ids_raw = obj.get(id_field)
         if ids_raw is not None and not isinstance(ids_raw, (str, list)):
             problems.append(GoldenProblem(name, line, qid_s, id_field, "must be a chunk id string or a list of them"))
         quote = obj.get(quote_field)
         if quote is not None and not isinstance(quote, str):
-            problems.append(GoldenProblem(name, line, qid_s, quote_field, "must be a string (verbatim text from the source document)"))
+            problems.append(
+                GoldenProblem(
+                    name, line, qid_s, quote_field, "must be a string (verbatim text from the source document)"
+                )
+            )
             quote = None
         if obj.get(source_field) is not None and not isinstance(obj.get(source_field), str):
-            problems.append(GoldenProblem(name, line, qid_s, source_field, "must be a string (a document path in the corpus)"))
+            problems.append(
+                GoldenProblem(name, line, qid_s, source_field, "must be a string (a document path in the corpus)")
+            )
         if not _ids(ids_raw) and not quote:
             problems.append(
-                GoldenProblem(name, line, qid_s, id_field, f"a {kind} test needs {id_field} or {quote_field} (the text that locates it)")
+                GoldenProblem(
+                    name,
+                    line,
+                    qid_s,
+                    id_field,
+                    f"a {kind} test needs {id_field} or {quote_field} (the text that locates it)",
+                )
             )
         if kind == "negative" and obj.get("trap_value") is not None and not isinstance(obj.get("trap_value"), str):
             problems.append(GoldenProblem(name, line, qid_s, "trap_value", "must be a string"))
@@ -245,7 +301,7 @@ def check_quotes(golden: GoldenFile, documents: dict[str, str]) -> list[GoldenPr
             continue
         quote_field, source_field = ANCHOR_FIELDS[t.kind][1], ANCHOR_FIELDS[t.kind][2]
 
-        def problem(fld: str, message: str, drift: bool = True) -> None:
+        def problem(fld: str, message: str, drift: bool = True, t: GoldenTest = t) -> None:
             problems.append(GoldenProblem(str(golden.path), t.line, t.question_id, fld, message, drift))
 
         if t.source:
@@ -254,13 +310,20 @@ def check_quotes(golden: GoldenFile, documents: dict[str, str]) -> list[GoldenPr
                 if elsewhere is None:
                     problem(source_field, f"document {t.source!r} is not in the corpus (deleted or renamed)")
                 else:  # renamed: the test still runs on the quote's new document
-                    problem(source_field, f"document {t.source!r} is not in the corpus; the quote is now in "
-                                          f"{elsewhere!r}: update {source_field}")
+                    problem(
+                        source_field,
+                        f"document {t.source!r} is not in the corpus; the quote is now in "
+                        f"{elsewhere!r}: update {source_field}",
+                    )
             elif not found(t.quote, t.source):
                 problem(quote_field, f"quote no longer found in {t.source} (reworded, or copied with a typo)")
         elif not any(found(t.quote, d) for d in sorted(documents)):
             problem(quote_field, "quote not found anywhere in the corpus")
-        if t.kind == "negative" and t.trap_value and quote_form(t.trap_value).lower() not in quote_form(t.quote).lower():
+        if (
+            t.kind == "negative"
+            and t.trap_value
+            and quote_form(t.trap_value).lower() not in quote_form(t.quote).lower()
+        ):
             problem("trap_value", "does not occur in trap_quote", drift=False)
     return problems
 
@@ -299,7 +362,7 @@ def _set_field(obj_text: str, fname: str, value: Any) -> str:
     # Field absent: add it before the closing brace, in the object's own layout.
     close = obj_text.rfind("}")
     body = obj_text[:close].rstrip()
-    tail = obj_text[len(body):]
+    tail = obj_text[len(body) :]
     indent = re.search(r"\n([ \t]*)[^\n]*$", body)
     sep = f",\n{indent.group(1)}" if indent else ", "
     return f"{body}{'' if body.endswith('{') else sep}{_json_value(fname)}: {new}{tail}"

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 
 import duckdb
 
+from ragpipe.errors import RagpipeError
 
-class UnknownTest(LookupError):
+
+class UnknownTest(RagpipeError, LookupError):
     """No judged run holds a verdict for this question id."""
 
 
@@ -30,7 +32,10 @@ class HistoryRow:
     def changed(self) -> bool:
         """The verdict, the unverified flag or the anchor rank differs from the previous run (or this is the first)."""
         return self.cause in ("first run", "new test") or (self.verdict, self.unverified, self.anchor_rank) != (
-            self.old_verdict, self.old_unverified, self.old_anchor_rank)
+            self.old_verdict,
+            self.old_unverified,
+            self.old_anchor_rank,
+        )
 
 
 def history(con: duckdb.DuckDBPyConnection, question_id: str, limit: int | None = None) -> list[HistoryRow]:
@@ -41,9 +46,13 @@ def history(con: duckdb.DuckDBPyConnection, question_id: str, limit: int | None 
         [question_id],
     ).fetchall()
     if not rows:
-        known = [r[0] for r in con.execute(
-            "SELECT DISTINCT question_id FROM verdicts ORDER BY jaro_winkler_similarity(question_id, ?) DESC LIMIT 5",
-            [question_id]).fetchall()]
+        known = [
+            r[0]
+            for r in con.execute(
+                "SELECT DISTINCT question_id FROM verdicts ORDER BY jaro_winkler_similarity(question_id, ?) DESC LIMIT 5",
+                [question_id],
+            ).fetchall()
+        ]
         hint = f"; closest ids: {', '.join(known)}" if known else "; no run has been judged yet (run `ragpipe ci`)"
         raise UnknownTest(f"no verdict recorded for test {question_id!r}{hint}")
     out = [HistoryRow(*r) for r in rows]

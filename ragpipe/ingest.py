@@ -9,7 +9,6 @@ import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any, Callable
 
 import duckdb
@@ -19,17 +18,8 @@ from ragpipe import store
 from ragpipe.chunk import Chunk, chunk_document
 from ragpipe.corpus import scan_corpus
 from ragpipe.embed import Embedder, LazyEmbedder
-from ragpipe.parse import (
-    ParsedDocument,
-    ParseError,
-    ParserUnavailable,
-    element_offsets,
-    elements_from_json,
-    failed_under_lower_limits,
-    isolation_available,
-    parse_file,
-    shared_pool,
-)
+from ragpipe.parse import ParsedDocument, ParseError, ParserUnavailable, element_offsets, elements_from_json, parse_file
+from ragpipe.parse_pool import failed_under_lower_limits, isolation_available, shared_pool
 from ragpipe.settings import Settings
 from ragpipe.warehouse import drop_block_cache, transaction
 
@@ -42,7 +32,9 @@ def _noop(msg: str) -> None:
     pass
 
 
-def _record_stage(con: duckdb.DuckDBPyConnection, run_id: str, stage: str, tag: str | None, t0: float, stats: dict[str, Any]) -> None:
+def _record_stage(
+    con: duckdb.DuckDBPyConnection, run_id: str, stage: str, tag: str | None, t0: float, stats: dict[str, Any]
+) -> None:
     con.execute(
         "INSERT INTO stage_runs VALUES (?, ?, ?, to_timestamp(?), ?, ?)",
         [run_id, stage, tag, t0, time.time() - t0, json.dumps(stats, sort_keys=True)],
@@ -78,17 +70,24 @@ def sync_corpus(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str,
     return stats
 
 
-def parse_documents(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop) -> dict[str, Any]:
+def parse_documents(
+    settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop
+) -> dict[str, Any]:
     """Parse new and changed files; drop documents that left the corpus. A bad file becomes an ingest_errors row.
 
     Files are parsed in worker processes under [parser].timeout_s and [parser].max_memory_mb per document
-    (ragpipe.parse.ParserPool); a file that overran a lower limit than the current one is tried again.
+    (ragpipe.parse_pool.ParserPool); a file that overran a lower limit than the current one is tried again.
     """
     t0 = time.time()
     p = settings.parser
     corpus = con.execute("SELECT path, sha256 FROM corpus_files ORDER BY path").fetchall()
     parsed = dict(con.execute("SELECT doc_id, sha256 FROM documents").fetchall())
-    failed = {r[0]: r[1:] for r in con.execute("SELECT path, sha256, error_class, message FROM ingest_errors WHERE stage = 'parse'").fetchall()}
+    failed = {
+        r[0]: r[1:]
+        for r in con.execute(
+            "SELECT path, sha256, error_class, message FROM ingest_errors WHERE stage = 'parse'"
+        ).fetchall()
+    }
     current = {path for path, _ in corpus}
 
     def needs_parse(path: str, sha: str) -> bool:
@@ -149,7 +148,18 @@ def parse_documents(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: 
                 con.execute("DELETE FROM ingest_errors WHERE path = ? AND stage = 'parse'", [rel])
                 con.execute(
                     "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?)",
-                    [rel, str(path), sha, doc.format, doc.n_elements, len(doc.text), doc.text, doc.elements_json(), seconds, run_id],
+                    [
+                        rel,
+                        str(path),
+                        sha,
+                        doc.format,
+                        doc.n_elements,
+                        len(doc.text),
+                        doc.text,
+                        doc.elements_json(),
+                        seconds,
+                        run_id,
+                    ],
                 )
             if i % CACHE_EVERY_DOCS == 0:
                 drop_block_cache(con)
@@ -163,7 +173,9 @@ def parse_documents(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: 
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
 
-    totals = con.execute("SELECT count(*), coalesce(sum(n_elements), 0), coalesce(sum(n_chars), 0) FROM documents").fetchone()
+    totals = con.execute(
+        "SELECT count(*), coalesce(sum(n_elements), 0), coalesce(sum(n_chars), 0) FROM documents"
+    ).fetchone()
     errors = con.execute("SELECT count(*) FROM ingest_errors").fetchone()[0]
     stats = {
         "documents": totals[0],
@@ -179,7 +191,9 @@ def parse_documents(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: 
     return stats
 
 
-def chunk_documents(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop) -> dict[str, Any]:
+def chunk_documents(
+    settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop
+) -> dict[str, Any]:
     """Chunk documents under the current chunker; only documents without chunks for this chunker tag are redone."""
     t0 = time.time()
     tag = settings.chunker_tag
@@ -215,7 +229,20 @@ def chunk_documents(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: 
             con.executemany(
                 "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    [tag, c.chunk_id, c.doc_id, c.seq, c.text, c.start_char, c.end_char, c.section, c.page, c.content_hash, sha, run_id]
+                    [
+                        tag,
+                        c.chunk_id,
+                        c.doc_id,
+                        c.seq,
+                        c.text,
+                        c.start_char,
+                        c.end_char,
+                        c.section,
+                        c.page,
+                        c.content_hash,
+                        sha,
+                        run_id,
+                    ]
                     for c in chunks
                 ],
             )
@@ -247,7 +274,8 @@ def current_chunk_keys(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> pa.T
     """Every current chunk without its text, as Arrow columns (the embedding diff needs ids and hashes only)."""
     # con.sql, not con.execute: Arrow from a DB-API result is an extra copy of every row (DuckDB warns about it).
     keys = con.sql(
-        "SELECT chunk_id, doc_id, content_hash FROM chunks WHERE chunker_tag = ? ORDER BY doc_id, seq", params=[chunker_tag]
+        "SELECT chunk_id, doc_id, content_hash FROM chunks WHERE chunker_tag = ? ORDER BY doc_id, seq",
+        params=[chunker_tag],
     ).to_arrow_table()
     drop_block_cache(con)
     return keys
@@ -296,15 +324,23 @@ def embed_chunks(
     db = store.open_store(settings)
     # The keys are passed, not kept: nothing of corpus size outlives the sync (the full-text index build follows).
     table, sync = store.sync_vectors(
-        db, emb, current_chunk_keys(con, settings.chunker_tag), run_id, progress=progress, log=log,
-        precomputed=precomputed, load_texts=chunk_text_loader(con, settings.chunker_tag),
+        db,
+        emb,
+        current_chunk_keys(con, settings.chunker_tag),
+        run_id,
+        progress=progress,
+        log=log,
+        precomputed=precomputed,
+        load_texts=chunk_text_loader(con, settings.chunker_tag),
     )
     if getattr(emb, "built", False):  # the ONNX export or static distillation of a fresh machine: say so once
         log(f"embedder {emb.tag}: model built under {settings.models_dir} during this run (later runs reuse it)")
     store.ensure_fts_index(table, changed=sync.current != sync.kept or sync.deleted > 0)
     # Mirror the table into DuckDB in one transaction, recomputed from LanceDB itself (crash-safe).
     # Streamed as Arrow batches, never Python rows nor the whole table at once.
-    mirror = store.table_batches(table, ["chunk_id", "content_hash", "n_tokens", "run_id"]) if table.count_rows() else None
+    mirror = (
+        store.table_batches(table, ["chunk_id", "content_hash", "n_tokens", "run_id"]) if table.count_rows() else None
+    )
     with transaction(con):
         con.execute("DELETE FROM embeddings WHERE embedder_tag = ?", [emb.tag])
         if mirror is not None:
@@ -347,10 +383,10 @@ def summary(con: duckdb.DuckDBPyConnection, settings: Settings) -> str:
     for tag, n, toks in emb:
         lines.append(f"  embeddings   {n} vectors under embedder {tag} ({toks} tokens)")
     lines.append(f"  errors       {len(errors)}")
-    for path, stage, msg in errors[:20]:
+    for _path, stage, msg in errors[:20]:
         lines.append(f"    [{stage}] {msg}")
     lines += [
-        f"  warehouse    {settings.duckdb_path} (DuckDB; try: ragpipe sql \"SELECT * FROM documents\")",
+        f'  warehouse    {settings.duckdb_path} (DuckDB; try: ragpipe sql "SELECT * FROM documents")',
         f"  vectors      {settings.lancedb_uri} (LanceDB)",
     ]
     return "\n".join(lines)

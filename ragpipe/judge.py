@@ -60,8 +60,10 @@ def messages(test: GoldenTest, answer: str) -> list[dict[str, str]]:
         rubric = RUBRIC_NEGATIVE.format(trap=f" ({test.trap_value!r})" if test.trap_value else "")
     else:
         rubric = RUBRIC_POSITIVE.format(expected=json.dumps(test.expected_answer))
-    user = (f"Rubric (prompt version {JUDGE_PROMPT_VERSION}): {rubric}\n\nQuestion: {test.question}\n\n"
-            f"The answer to grade is between the two {fence} lines.\n{fence}\n{answer}\n{fence}")
+    user = (
+        f"Rubric (prompt version {JUDGE_PROMPT_VERSION}): {rubric}\n\nQuestion: {test.question}\n\n"
+        f"The answer to grade is between the two {fence} lines.\n{fence}\n{answer}\n{fence}"
+    )
     return [{"role": "system", "content": PROMPT}, {"role": "user", "content": user}]
 
 
@@ -102,12 +104,19 @@ def rule_all(cfg: JudgeSettings, items: list[tuple[GoldenTest, str]]) -> list[Ru
         return list(pool.map(lambda ta: rule(cfg, *ta), items))
 
 
-def settle(cfg: JudgeSettings, verdicts: list[tuple[GoldenTest, Verdict]], answers: dict[str, str]
-           ) -> dict[str, tuple[Verdict, str | None]]:
+def settle(
+    cfg: JudgeSettings, verdicts: list[tuple[GoldenTest, Verdict]], answers: dict[str, str]
+) -> dict[str, tuple[Verdict, str | None]]:
     """The judge's verdicts, with its raw replies, for the answers the rules could not settle; nothing else goes to
     it, so it can never turn a did_not_run or an error into a pass."""
     unsure = [(t, v) for t, v in verdicts if v.needs_judge and v.verdict in ("pass", "fail")]
     rulings = rule_all(cfg, [(t, answers[t.question_id]) for t, _ in unsure]) if unsure else []
-    return {t.question_id: (dataclasses.replace(v, verdict=r.verdict, reason=r.reason, matched_by="judge",
-                                                took_trap=v.took_trap and r.verdict == "fail"), r.reply)
-            for (t, v), r in zip(unsure, rulings)}
+    return {
+        t.question_id: (
+            dataclasses.replace(
+                v, verdict=r.verdict, reason=r.reason, matched_by="judge", took_trap=v.took_trap and r.verdict == "fail"
+            ),
+            r.reply,
+        )
+        for (t, v), r in zip(unsure, rulings)
+    }

@@ -11,9 +11,16 @@ import unicodedata
 from dataclasses import dataclass
 
 _SCALE = {
-    "k": 1e3, "thousand": 1e3,
-    "m": 1e6, "mn": 1e6, "million": 1e6, "millions": 1e6,
-    "b": 1e9, "bn": 1e9, "billion": 1e9, "billions": 1e9,
+    "k": 1e3,
+    "thousand": 1e3,
+    "m": 1e6,
+    "mn": 1e6,
+    "million": 1e6,
+    "millions": 1e6,
+    "b": 1e9,
+    "bn": 1e9,
+    "billion": 1e9,
+    "billions": 1e9,
 }
 _NUM = re.compile(
     r"(?<![\w.])[$\u20ac\u00a3]?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?(%|percent\b|thousand\b|millions?\b|billions?\b|bn\b|mn\b|[kmb]\b)?",
@@ -21,20 +28,67 @@ _NUM = re.compile(
 )
 # Units a value may carry, in a canonical name and a factor to it; "5 s" and "5000 ms" are the same quantity.
 _UNITS = {
-    "ms": ("s", 1e-3), "msec": ("s", 1e-3), "millisecond": ("s", 1e-3), "milliseconds": ("s", 1e-3),
-    "s": ("s", 1.0), "sec": ("s", 1.0), "secs": ("s", 1.0), "second": ("s", 1.0), "seconds": ("s", 1.0),
-    "min": ("s", 60.0), "mins": ("s", 60.0), "minute": ("s", 60.0), "minutes": ("s", 60.0),
-    "h": ("s", 3600.0), "hr": ("s", 3600.0), "hrs": ("s", 3600.0), "hour": ("s", 3600.0), "hours": ("s", 3600.0),
-    "day": ("s", 86400.0), "days": ("s", 86400.0), "week": ("s", 604800.0), "weeks": ("s", 604800.0),
-    "month": ("month", 1.0), "months": ("month", 1.0), "year": ("year", 1.0), "years": ("year", 1.0),
-    "b": ("byte", 1.0), "byte": ("byte", 1.0), "bytes": ("byte", 1.0), "kb": ("kb", 1.0), "kib": ("kib", 1.0),
-    "mb": ("mb", 1.0), "mib": ("mib", 1.0), "gb": ("gb", 1.0), "gib": ("gib", 1.0),
-    "hz": ("hz", 1.0), "khz": ("hz", 1e3), "mhz": ("hz", 1e6), "ghz": ("hz", 1e9),
-    "%": ("%", 1.0), "percent": ("%", 1.0), "per cent": ("%", 1.0),
-    "mm": ("m", 0.001), "millimeter": ("m", 0.001), "millimeters": ("m", 0.001), "millimetre": ("m", 0.001),
-    "millimetres": ("m", 0.001), "cm": ("m", 0.01), "centimeters": ("m", 0.01), "centimetres": ("m", 0.01),
-    "kilometers": ("m", 1000.0), "kilometres": ("m", 1000.0), "kilograms": ("kg", 1.0), "grams": ("kg", 1e-3), "meter": ("m", 1.0), "meters": ("m", 1.0),
-    "metre": ("m", 1.0), "metres": ("m", 1.0), "km": ("m", 1000.0), "kg": ("kg", 1.0), "g": ("kg", 1e-3),
+    "ms": ("s", 1e-3),
+    "msec": ("s", 1e-3),
+    "millisecond": ("s", 1e-3),
+    "milliseconds": ("s", 1e-3),
+    "s": ("s", 1.0),
+    "sec": ("s", 1.0),
+    "secs": ("s", 1.0),
+    "second": ("s", 1.0),
+    "seconds": ("s", 1.0),
+    "min": ("s", 60.0),
+    "mins": ("s", 60.0),
+    "minute": ("s", 60.0),
+    "minutes": ("s", 60.0),
+    "h": ("s", 3600.0),
+    "hr": ("s", 3600.0),
+    "hrs": ("s", 3600.0),
+    "hour": ("s", 3600.0),
+    "hours": ("s", 3600.0),
+    "day": ("s", 86400.0),
+    "days": ("s", 86400.0),
+    "week": ("s", 604800.0),
+    "weeks": ("s", 604800.0),
+    "month": ("month", 1.0),
+    "months": ("month", 1.0),
+    "year": ("year", 1.0),
+    "years": ("year", 1.0),
+    "b": ("byte", 1.0),
+    "byte": ("byte", 1.0),
+    "bytes": ("byte", 1.0),
+    "kb": ("kb", 1.0),
+    "kib": ("kib", 1.0),
+    "mb": ("mb", 1.0),
+    "mib": ("mib", 1.0),
+    "gb": ("gb", 1.0),
+    "gib": ("gib", 1.0),
+    "hz": ("hz", 1.0),
+    "khz": ("hz", 1e3),
+    "mhz": ("hz", 1e6),
+    "ghz": ("hz", 1e9),
+    "%": ("%", 1.0),
+    "percent": ("%", 1.0),
+    "per cent": ("%", 1.0),
+    "mm": ("m", 0.001),
+    "millimeter": ("m", 0.001),
+    "millimeters": ("m", 0.001),
+    "millimetre": ("m", 0.001),
+    "millimetres": ("m", 0.001),
+    "cm": ("m", 0.01),
+    "centimeters": ("m", 0.01),
+    "centimetres": ("m", 0.01),
+    "kilometers": ("m", 1000.0),
+    "kilometres": ("m", 1000.0),
+    "kilograms": ("kg", 1.0),
+    "grams": ("kg", 1e-3),
+    "meter": ("m", 1.0),
+    "meters": ("m", 1.0),
+    "metre": ("m", 1.0),
+    "metres": ("m", 1.0),
+    "km": ("m", 1000.0),
+    "kg": ("kg", 1.0),
+    "g": ("kg", 1e-3),
 }
 _QTY = re.compile(
     r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?(ms|msecs?|milliseconds?|secs?|seconds?|mins?|minutes?|hrs?|hours?|"
@@ -43,12 +97,17 @@ _QTY = re.compile(
 )
 _VERSION = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+){2,})(?![\w.]*\d)", re.IGNORECASE)
 _LARGE = re.compile(r"\b(million|billion|trillion)(s?)\b|(?<=\d)(\s+)(thousand)(s?)\b", re.IGNORECASE)
-_MONTHS = {m: i for i, m in enumerate(["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], 1)}
+_MONTHS = {
+    m: i for i, m in enumerate(["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], 1)
+}
 _MON = r"\b(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
 _DATE_PATTERNS = [
     (re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"), ("y", "m", "d")),
     (re.compile(_MON + r"\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b", re.IGNORECASE), ("M", "d", "y")),
-    (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MON + r",?\s+(\d{4})\b", re.IGNORECASE), ("d", "M", "y")),
+    (
+        re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MON + r",?\s+(\d{4})\b", re.IGNORECASE),
+        ("d", "M", "y"),
+    ),
 ]
 
 
@@ -79,8 +138,14 @@ def digits(text: str) -> str:
     "forty-eight point seven million" -> "48.7 million"), with text2num; "million"/"billion" stay words."""
     from text_to_num import alpha2digit
 
-    protected = _LARGE.sub(lambda m: f"scaleword{m.group(1).lower()}{m.group(2)}" if m.group(1)
-                           else f"{m.group(3)}scaleword{m.group(4).lower()}{m.group(5)}", text)
+    protected = _LARGE.sub(
+        lambda m: (
+            f"scaleword{m.group(1).lower()}{m.group(2)}"
+            if m.group(1)
+            else f"{m.group(3)}scaleword{m.group(4).lower()}{m.group(5)}"
+        ),
+        text,
+    )
     out = alpha2digit(protected, "en", threshold=0)
     out = re.sub(r"scaleword(million|billion|trillion|thousand)", r"\1", out)
     # "one second" comes back as "1 2nd": after a number, "2nd" was the unit
@@ -178,7 +243,9 @@ def content_words(text: str) -> set[str]:
     """Content words at a 5-letter prefix ("fortifying" and "fortify" meet), and every token holding a digit whole
     ("q2", "2023", "hr-400", "4.3.1"); number words count as digits."""
     words = re.findall(r"[a-z0-9][a-z0-9.\-]*[a-z0-9]|[a-z0-9]", normalize_text(digits(text)))
-    return {w if any(ch.isdigit() for ch in w) else w[:5] for w in words if w not in _STOP and (len(w) > 2 or w.isdigit())}
+    return {
+        w if any(ch.isdigit() for ch in w) else w[:5] for w in words if w not in _STOP and (len(w) > 2 or w.isdigit())
+    }
 
 
 def _by_words(answer: str, expected: str, question: str, share: float) -> Match:

@@ -13,13 +13,16 @@ import os
 from typing import Any
 from urllib.parse import urlsplit
 
+from ragpipe.errors import RagpipeError
 from ragpipe.settings import S3Settings, is_remote_uri
 
 SECRET_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID")
-CREDENTIALS_HINT = "credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) in the environment"
+CREDENTIALS_HINT = (
+    "credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) in the environment"
+)
 
 
-class ObjectStoreError(RuntimeError):
+class ObjectStoreError(RagpipeError, RuntimeError):
     """Object storage (or a local store) that cannot be used; the message names the URI and what to do."""
 
 
@@ -85,12 +88,36 @@ def explain(exc: BaseException, action: str, uri: str, s3: S3Settings | None) ->
     where = _where(uri, s3)
     if "nosuchbucket" in text or "no_such_bucket" in text:
         return no_such_bucket(action, uri, s3)
-    if any(s in text for s in ("connecterror", "tcp connect", "network_connection", "could not connect",
-                                 "connection refused", "dns error", "failed to lookup address", "timed out")):
-        msg = (f"cannot {action} {where}: the storage endpoint is unreachable. Check [warehouse.s3].endpoint_url "
-               f"in the settings and that the server is running")
-    elif any(s in text for s in ("invalidaccesskeyid", "signaturedoesnotmatch", "accessdenied", "access_denied",
-                                 "forbidden", "missing credentials", "no credentials", "expiredtoken")):
+    if any(
+        s in text
+        for s in (
+            "connecterror",
+            "tcp connect",
+            "network_connection",
+            "could not connect",
+            "connection refused",
+            "dns error",
+            "failed to lookup address",
+            "timed out",
+        )
+    ):
+        msg = (
+            f"cannot {action} {where}: the storage endpoint is unreachable. Check [warehouse.s3].endpoint_url "
+            f"in the settings and that the server is running"
+        )
+    elif any(
+        s in text
+        for s in (
+            "invalidaccesskeyid",
+            "signaturedoesnotmatch",
+            "accessdenied",
+            "access_denied",
+            "forbidden",
+            "missing credentials",
+            "no credentials",
+            "expiredtoken",
+        )
+    ):
         msg = f"cannot {action} {where}: access was refused. Check the credentials ({CREDENTIALS_HINT}) and their permissions"
     else:
         detail = " ".join(redact(raw).split())

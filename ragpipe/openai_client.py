@@ -52,7 +52,9 @@ def chat(cfg: OpenAISettings, messages: list[dict[str, str]], max_tokens: int | 
             if not isinstance(text, str):
                 raise TypeError("choices[0].message.content is not a string")
             usage = data.get("usage") or {}
-            return ChatReply(text.strip(), int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+            return ChatReply(
+                text.strip(), int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+            )
         except urllib.error.HTTPError as exc:
             exc.close()  # release the error response's connection
             last = f"HTTP {exc.code} from {cfg.base_url}"

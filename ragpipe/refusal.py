@@ -25,30 +25,46 @@ import unicodedata
 from dataclasses import dataclass
 
 _CONTRACTIONS = [
-    (r"\bcan'?t\b", "can not"), (r"\bcannot\b", "can not"), (r"\bwon'?t\b", "will not"), (r"\bshan'?t\b", "shall not"),
-    (r"\b(\w+)n't\b", r"\1 not"), (r"\bi'm\b", "i am"), (r"\bi'd\b", "i would"), (r"\bi've\b", "i have"),
-    (r"\bit's\b", "it is"), (r"\bthat's\b", "that is"), (r"\bthere's\b", "there is"), (r"\bwhat's\b", "what is"),
-    (r"\b(\w+)'re\b", r"\1 are"), (r"\b(\w+)'ll\b", r"\1 will"),
+    (r"\bcan'?t\b", "can not"),
+    (r"\bcannot\b", "can not"),
+    (r"\bwon'?t\b", "will not"),
+    (r"\bshan'?t\b", "shall not"),
+    (r"\b(\w+)n't\b", r"\1 not"),
+    (r"\bi'm\b", "i am"),
+    (r"\bi'd\b", "i would"),
+    (r"\bi've\b", "i have"),
+    (r"\bit's\b", "it is"),
+    (r"\bthat's\b", "that is"),
+    (r"\bthere's\b", "there is"),
+    (r"\bwhat's\b", "what is"),
+    (r"\b(\w+)'re\b", r"\1 are"),
+    (r"\b(\w+)'ll\b", r"\1 will"),
 ]
 
 _NEG = r"(?:not|no|never|nothing|none|neither|nor|without)"
 # Verbs of saying, containing, finding or knowing (any inflection: matched by stem).
-_VERB = (r"(?:(?:say|said|stat|mention|contain|includ|provid|giv|gave|specif|list|cover|discuss|address|describ|"
-         r"indicat|report|find|found|see|seen|saw|locat|show|offer|referenc|detail|answer|know|knew|determin|tell|"
-         r"told|identif|appear|disclos|document|confirm|suppl|present|reveal|spell|record|note|clarif|hav|has|had|"
-         r"explain|establish|narrow|extract|infer|deduc|defin|shar|publish|cit|break|broke|support|verif|ascertain|"
-         r"speak|spoke|touch|reach|retriev|access|outlin|quot|refer|match|pertain|relat)\w*|"
-         r"go|goes|went|get|gets|got|come|comes|came|pin|make|makes|made)")
+_VERB = (
+    r"(?:(?:say|said|stat|mention|contain|includ|provid|giv|gave|specif|list|cover|discuss|address|describ|"
+    r"indicat|report|find|found|see|seen|saw|locat|show|offer|referenc|detail|answer|know|knew|determin|tell|"
+    r"told|identif|appear|disclos|document|confirm|suppl|present|reveal|spell|record|note|clarif|hav|has|had|"
+    r"explain|establish|narrow|extract|infer|deduc|defin|shar|publish|cit|break|broke|support|verif|ascertain|"
+    r"speak|spoke|touch|reach|retriev|access|outlin|quot|refer|match|pertain|relat)\w*|"
+    r"go|goes|went|get|gets|got|come|comes|came|pin|make|makes|made)"
+)
 # Nouns for where the answer would come from, and subjects that stand for the answerer.
-_SOURCE = (r"(?:documents?|docs?|documentation|context|texts?|passages?|excerpts?|sources?|materials?|information|"
-           r"info|provided|given|retrieved|supplied|available|reports?|files?|corpus|records?|data|pages?|manuals?|"
-           r"snippets?|chunks?|sections?|content|references?|notes?|filings?|statements?|releases?|above|here|"
-           r"knowledge|evidence|details?|input|guide|changelog|readme|policy|policies|contracts?|agreements?|"
-           r"announcements?|articles?|they|it|this|these|there|that)")
+_SOURCE = (
+    r"(?:documents?|docs?|documentation|context|texts?|passages?|excerpts?|sources?|materials?|information|"
+    r"info|provided|given|retrieved|supplied|available|reports?|files?|corpus|records?|data|pages?|manuals?|"
+    r"snippets?|chunks?|sections?|content|references?|notes?|filings?|statements?|releases?|above|here|"
+    r"knowledge|evidence|details?|input|guide|changelog|readme|policy|policies|contracts?|agreements?|"
+    r"announcements?|articles?|they|it|this|these|there|that)"
+)
 _ME = r"(?:i|we)"
-_PASSIVE = (r"stated|specified|mentioned|covered|given|provided|available|included|listed|found|disclosed|reported|"
-            r"documented|indicated|addressed|present|contained|described|discussed|defined|shown|known|explained|"
-            r"detailed|recorded|published|answered|answerable|named|identified|quoted|cited|noted|supplied|offered")
+_PASSIVE = (
+    r"stated|specified|mentioned|covered|given|provided|available|included|listed|found|disclosed|reported|"
+    r"documented|indicated|addressed|present|contained|described|discussed|defined|shown|known|explained|"
+    r"detailed|recorded|published|answered|answerable|named|identified|quoted|cited|noted|supplied|offered"
+)
 _WINDOW = r"(?:\W+\w+){0,12}?\W+"
 
 _REFUSAL_RULES = [
@@ -95,8 +111,10 @@ _HEDGE = re.compile(
 )
 # Approximations: a hedge in a negative's answer ("roughly 45 kg"), not in a positive's ("approximately 80,000" states
 # the expected value as the documents do).
-_APPROX = re.compile(r"\b(?:roughly|approximately|around|close\s+to|in\s+the\s+(?:range|ballpark|region)\s+of|"
-                     r"(?:on\s+the\s+)?order\s+of|somewhere)\b")
+_APPROX = re.compile(
+    r"\b(?:roughly|approximately|around|close\s+to|in\s+the\s+(?:range|ballpark|region)\s+of|"
+    r"(?:on\s+the\s+)?order\s+of|somewhere)\b"
+)
 # Answering anyway beside a refusal: a verdict or conclusion of the answerer's own ("That said, the answer is 100",
 # "Still, they held out for a month", "if I had to answer: ..."). Counts in any clause beside a refusal.
 _ANSWERS_ANYWAY = re.compile(
@@ -114,8 +132,10 @@ _INFERS = re.compile(
 _BASED_ON = re.compile(r"\b(?:based\s+on|going\s+by|from\s+what)\b")
 # Citations. Strong: the clause attributes what follows to the source. Weak: it contrasts it with what was asked
 # ("only", "the closest", "another quarter"); a hedge in the same clause outweighs a weak citation.
-_SOURCE_NOUN = (r"(?:documents?|docs|documentation|context|text|passages?|report|sources?|excerpts?|materials?|"
-                r"filings?|data|page|section|article|policy|contract|notes|changelog|table)")
+_SOURCE_NOUN = (
+    r"(?:documents?|docs|documentation|context|text|passages?|report|sources?|excerpts?|materials?|"
+    r"filings?|data|page|section|article|policy|contract|notes|changelog|table)"
+)
 _CITE_STRONG = re.compile(
     rf"\b(?:according\s+to|the\s+{_SOURCE_NOUN}\s+(?:\w+\s+){{0,3}}?(?:says?|states?|mentions?|reports?|gives?|lists?|"
     r"shows?|refers?|describes?|covers?|provides?|contains?|includes?|discusses?|has|have|notes?|records?|sets?|"
@@ -144,8 +164,10 @@ _PART = re.compile(
     r",?\s+(?=\b(?:but|however|though|although|whereas|nevertheless)\b)|"
     r",\s+(?=\b(?:so|which\s+means|that\s+means|therefore|thus|hence|and\s+so)\b)"
 )
-_TURN = re.compile(r"^(?:but|however|though|although|whereas|nevertheless|so|yet|still|which\s+means|that\s+means|"
-                   r"therefore|thus|hence|and\s+so)\b")
+_TURN = re.compile(
+    r"^(?:but|however|though|although|whereas|nevertheless|so|yet|still|which\s+means|that\s+means|"
+    r"therefore|thus|hence|and\s+so)\b"
+)
 
 
 def prepare(text: str) -> str:
@@ -233,8 +255,18 @@ def read_answer(answer: str, phrases: tuple[str, ...] = ()) -> list[Reading]:
         prev = out[-1] if out else None
         continues = bool(prev and prev.citation and not prev.refusal and (joined or _ANAPHOR.search(c)))
         citation = (cites(c) or continues) and not hedge and not anyway
-        out.append(Reading(c, refusal, hedge, citation, answers_anyway=anyway, infers=_INFERS.search(c) is not None,
-                           based_on=_BASED_ON.search(c) is not None, approx=_APPROX.search(c) is not None))
+        out.append(
+            Reading(
+                c,
+                refusal,
+                hedge,
+                citation,
+                answers_anyway=anyway,
+                infers=_INFERS.search(c) is not None,
+                based_on=_BASED_ON.search(c) is not None,
+                approx=_APPROX.search(c) is not None,
+            )
+        )
     return out
 
 

@@ -25,6 +25,7 @@ class Row:
 @dataclass
 class Change:
     """One row of the verdict_changes view: a test whose verdict, unverified flag or anchor rank changed."""
+
     question_id: str
     old_verdict: str | None
     new_verdict: str
@@ -110,12 +111,20 @@ def load_summary(con: duckdb.DuckDBPyConnection) -> EvalSummary | None:
         [run[1]],
     ).fetchall()
     status = con.execute("SELECT banner FROM evaluation_status").fetchone()
-    previous = con.execute("SELECT any_value(prev_eval_run_id) FROM verdict_timeline WHERE eval_run_id = ?", [run[0]]).fetchone()
+    previous = con.execute(
+        "SELECT any_value(prev_eval_run_id) FROM verdict_timeline WHERE eval_run_id = ?", [run[0]]
+    ).fetchone()
     return EvalSummary(
-        changes=load_changes(con, run[0]), previous_run_id=previous[0] if previous else None,
+        changes=load_changes(con, run[0]),
+        previous_run_id=previous[0] if previous else None,
         banner=status[0] if status else "current",
-        eval_run_id=run[0], chunker_tag=run[1], embedder_tag=run[2], answerer=run[3] or "", retriever=json.loads(run[4]),
-        metrics={"hit_at_k": run[5], "mrr": run[6], "recall_at_k": run[7], "k": run[8]}, rows=rows,
+        eval_run_id=run[0],
+        chunker_tag=run[1],
+        embedder_tag=run[2],
+        answerer=run[3] or "",
+        retriever=json.loads(run[4]),
+        metrics={"hit_at_k": run[5], "mrr": run[6], "recall_at_k": run[7], "k": run[8]},
+        rows=rows,
         stamp_changes=[tuple(c) for c in changes],
     )
 
@@ -168,8 +177,11 @@ def render_text(s: EvalSummary, block: tuple[str, ...]) -> str:
         lines += [f"  {qid:<10} {anchor} {status}: {reason}" for qid, anchor, status, reason in moved]
     if s.previous_run_id:
         lines.append(f"\n{CHANGED} (vs run {s.previous_run_id[:8]}: {len(s.changes)})")
-        lines += [f"  {c.question_id:<10} {c.verdicts:<24} rank {c.ranks:<8} {c.flags + '; ' if c.flags else ''}"
-                  f"cause: {c.cause}" for c in s.changes] or ["  (no verdict, flag or anchor rank changed)"]
+        lines += [
+            f"  {c.question_id:<10} {c.verdicts:<24} rank {c.ranks:<8} {c.flags + '; ' if c.flags else ''}"
+            f"cause: {c.cause}"
+            for c in s.changes
+        ] or ["  (no verdict, flag or anchor rank changed)"]
     blocking = s.blocking(block)
     lines.append(
         f"\nGATE: {'BLOCKED' if blocking else 'OK'} ({len(blocking)} blocking test(s); blocking verdicts: {', '.join(block)})"
@@ -212,8 +224,9 @@ def render_markdown(s: EvalSummary, block: tuple[str, ...]) -> str:
 def changes_table(changes: list[Change]) -> list[str]:
     """The Markdown table of flips, as in the CI summary and the verdicts materialization."""
     rows = ["| test | verdict | anchor rank | flag | cause |", "|---|---|---|---|---|"]
-    return rows + [f"| `{c.question_id}` | {c.verdicts} | {c.ranks} | {c.flags} | {c.cause.replace('|', '/')} |"
-                   for c in changes]
+    return rows + [
+        f"| `{c.question_id}` | {c.verdicts} | {c.ranks} | {c.flags} | {c.cause.replace('|', '/')} |" for c in changes
+    ]
 
 
 def render_junit(s: EvalSummary) -> str:
@@ -250,14 +263,22 @@ def render_junit(s: EvalSummary) -> str:
 
 def render_failure_markdown(failures: list[str]) -> str:
     lines = "\n".join(f"- `{f.split(' failed: ', 1)[0]}` failed: {f.split(' failed: ', 1)[-1]}" for f in failures)
-    return ("## ragpipe evaluation: FAILED\n\nThe evaluation did not complete, so no verdict of this run exists; "
-            f"the latest verdicts in the warehouse are older.\n\n{lines}\n")
+    return (
+        "## ragpipe evaluation: FAILED\n\nThe evaluation did not complete, so no verdict of this run exists; "
+        f"the latest verdicts in the warehouse are older.\n\n{lines}\n"
+    )
 
 
 def render_failure_junit(failures: list[str]) -> str:
     """One failed case per failed step: a CI system shows the error, never a green run."""
-    suite = ET.Element("testsuite", name="ragpipe golden set", tests=str(len(failures)), failures=str(len(failures)),
-                       errors="0", skipped="0")
+    suite = ET.Element(
+        "testsuite",
+        name="ragpipe golden set",
+        tests=str(len(failures)),
+        failures=str(len(failures)),
+        errors="0",
+        skipped="0",
+    )
     for f in failures:
         step = f.split(" failed: ", 1)[0]
         case = ET.SubElement(suite, "testcase", classname="ragpipe.run", name=step)

@@ -125,7 +125,7 @@ class Restamper:
         holders = [c for c in cs[lo:hi] if c.end_char >= end]
         if holders:
             return [min(holders, key=lambda c: c.end_char - c.start_char).chunk_id]
-        return [c.chunk_id for c in cs[lo:bisect.bisect_left(starts, end)] if c.end_char > start]
+        return [c.chunk_id for c in cs[lo : bisect.bisect_left(starts, end)] if c.end_char > start]
 
     def stamp(self, test: GoldenTest) -> Stamp:
         anchor = "trap" if test.kind == "negative" else "evidence"
@@ -133,7 +133,9 @@ class Restamper:
         if not test.quote:
             status = "no_quote"
             present = all(i in self._ids for i in old)
-            reason = f"cannot re-stamp: no {anchor}_quote" + ("" if present else "; its chunk id is not in the current chunking")
+            reason = f"cannot re-stamp: no {anchor}_quote" + (
+                "" if present else "; its chunk id is not in the current chunking"
+            )
             return Stamp(test.question_id, anchor, status, old, old, test.source, reason)
         found = self.locate(test.quote, test.source)
         if found is None:
@@ -141,7 +143,15 @@ class Restamper:
         doc_id, start, end = found
         new = tuple(self.covering_chunks(doc_id, start, end))
         if not new:
-            return Stamp(test.question_id, anchor, "missing", old, (), doc_id, f"{anchor} quote found in {doc_id} but no chunk covers it")
+            return Stamp(
+                test.question_id,
+                anchor,
+                "missing",
+                old,
+                (),
+                doc_id,
+                f"{anchor} quote found in {doc_id} but no chunk covers it",
+            )
         if new == old:
             # Also for a split anchor already stamped with all its parts: the file is current.
             status, reason = "unchanged", "" if len(new) == 1 else f"split across {len(new)} chunks, all stamped"
@@ -158,18 +168,40 @@ class Restamper:
     def _missing(self, test: GoldenTest, anchor: str, old: tuple[str, ...]) -> Stamp:
         """Why the quote is not found, in words a person acts on, with the closest passage where there is one."""
         if not test.source:
-            return Stamp(test.question_id, anchor, "missing", old, (), None, "missing from corpus: quote no longer found anywhere")
+            return Stamp(
+                test.question_id,
+                anchor,
+                "missing",
+                old,
+                (),
+                None,
+                "missing from corpus: quote no longer found anywhere",
+            )
         if test.source not in self.documents:
-            return Stamp(test.question_id, anchor, "missing", old, (), test.source,
-                         f"missing from corpus: {test.source} deleted (or renamed, and the quote is in no other document)")
+            return Stamp(
+                test.question_id,
+                anchor,
+                "missing",
+                old,
+                (),
+                test.source,
+                f"missing from corpus: {test.source} deleted (or renamed, and the quote is in no other document)",
+            )
         near = closest_passage(test.quote or "", self.documents[test.source])
         if near is None:
             return Stamp(test.question_id, anchor, "missing", old, (), test.source, f"quote no longer in {test.source}")
         passage, similarity = near
         shown = passage if len(passage) <= 200 else passage[:197] + "..."
-        return Stamp(test.question_id, anchor, "missing", old, (), test.source,
-                     f'quote no longer in {test.source}; closest passage now: "{shown}" (similarity {similarity:.2f})',
-                     closest=passage)
+        return Stamp(
+            test.question_id,
+            anchor,
+            "missing",
+            old,
+            (),
+            test.source,
+            f'quote no longer in {test.source}; closest passage now: "{shown}" (similarity {similarity:.2f})',
+            closest=passage,
+        )
 
 
 def id_value(ids: tuple[str, ...]) -> str | list[str] | None:

@@ -46,7 +46,8 @@ def load_answers(path: Path, golden: GoldenFile) -> list[AnswerLine]:
     out: list[AnswerLine] = []
     seen: dict[str, int] = {}
     for line, obj in json_objects(path.read_text(encoding="utf-8"), name, problems):
-        def bad(fld: str | None, msg: str, qid: str | None = None) -> None:
+
+        def bad(fld: str | None, msg: str, qid: str | None = None, line: int = line) -> None:
             problems.append(GoldenProblem(name, line, qid, fld, msg))
 
         if not isinstance(obj, dict):
@@ -64,7 +65,7 @@ def load_answers(path: Path, golden: GoldenFile) -> list[AnswerLine]:
             continue
         seen[qid] = line
         if not isinstance(answer, str):
-            bad("answer", "missing or not a string (an answerer error is an empty string plus \"error\")", qid)
+            bad("answer", 'missing or not a string (an answerer error is an empty string plus "error")', qid)
             continue
         try:
             ids, texts = _strings(obj.get("retrieved_ids")), _strings(obj.get("retrieved_texts"))
@@ -87,21 +88,32 @@ def score_one(test: GoldenTest, line: AnswerLine | None, settings: Settings) -> 
     tag = test.embedder_tag or ""
     phrases = settings.answerer.refusal_phrases
     if line is None:
-        return dataclasses.replace(decide(test, (), "", [], answer, phrases, tag), verdict="did_not_run",
-                                   reason="no answer line for this test in the answers file")
+        return dataclasses.replace(
+            decide(test, (), "", [], answer, phrases, tag),
+            verdict="did_not_run",
+            reason="no answer line for this test in the answers file",
+        )
     if line.retrieved_ids is not None:
         return decide(test, tuple(test.anchor_ids), "", line.retrieved_ids, answer, phrases, tag)
     if line.retrieved_texts is None:
-        return dataclasses.replace(decide(test, (), "", [], answer, phrases, tag), verdict="did_not_run",
-                                   reason="no retrieval recorded: give retrieved_ids or retrieved_texts")
+        return dataclasses.replace(
+            decide(test, (), "", [], answer, phrases, tag),
+            verdict="did_not_run",
+            reason="no retrieval recorded: give retrieved_ids or retrieved_texts",
+        )
     if not test.quote:
-        return dataclasses.replace(decide(test, (), "", [], answer, phrases, tag), verdict="did_not_run",
-                                   reason=f"no {anchor} quote to look for in retrieved_texts: add {anchor}_quote "
-                                          f"to the test or give retrieved_ids")
+        return dataclasses.replace(
+            decide(test, (), "", [], answer, phrases, tag),
+            verdict="did_not_run",
+            reason=f"no {anchor} quote to look for in retrieved_texts: add {anchor}_quote "
+            f"to the test or give retrieved_ids",
+        )
     found = any(_collapse(test.quote) in _collapse(t) for t in line.retrieved_texts)
     v = decide(test, (_QUOTE_ID,), "", [_QUOTE_ID] if found else [], answer, phrases, tag)
     if not found:
-        v = dataclasses.replace(v, reason=f"{anchor} quote not in any of the {len(line.retrieved_texts)} retrieved texts")
+        v = dataclasses.replace(
+            v, reason=f"{anchor} quote not in any of the {len(line.retrieved_texts)} retrieved texts"
+        )
     return v
 
 

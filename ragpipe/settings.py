@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragpipe.errors import RagpipeError
+
 SETTINGS_ENV = "RAGPIPE_SETTINGS"
 DEFAULT_FILE = "ragpipe.toml"
 
@@ -44,7 +46,7 @@ STAGE_SECTIONS = {
 }
 
 
-class SettingsError(ValueError):
+class SettingsError(RagpipeError, ValueError):
     """A settings file that cannot be used; the message names the file and the field."""
 
 
@@ -138,8 +140,12 @@ class GateSettings:
     check_severity: str = "WARN"  # severity of the asset checks on verdicts: WARN or ERROR
 
 
-TRANSITIONS = tuple(f"{a}->{b}" for a in ("pass", "fail", "did_not_run", "error")
-                    for b in ("pass", "fail", "did_not_run", "error", "none") if a != b)
+TRANSITIONS = tuple(
+    f"{a}->{b}"
+    for a in ("pass", "fail", "did_not_run", "error")
+    for b in ("pass", "fail", "did_not_run", "error", "none")
+    if a != b
+)
 
 
 @dataclass(frozen=True)
@@ -206,7 +212,9 @@ class Settings:
 
     def stage_hash(self, stage: str) -> str:
         """A short hash of one stage's settings (paths made relative so the hash is machine-independent)."""
-        payload = {name: _jsonable(dataclasses.asdict(getattr(self, name)), self.root) for name in STAGE_SECTIONS[stage]}
+        payload = {
+            name: _jsonable(dataclasses.asdict(getattr(self, name)), self.root) for name in STAGE_SECTIONS[stage]
+        }
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
         return digest[:10]
 
@@ -293,9 +301,7 @@ def _build(cls: type, data: dict[str, Any], where: str, source: Path) -> Any:
         elif isinstance(default, float) and isinstance(value, int):
             value = float(value)
         elif default is not None and not isinstance(value, type(default)):
-            raise SettingsError(
-                f"{source}: [{where}].{name} must be {type(default).__name__}, got {value!r}"
-            )
+            raise SettingsError(f"{source}: [{where}].{name} must be {type(default).__name__}, got {value!r}")
         kwargs[name] = value
     return cls(**kwargs)
 
@@ -317,7 +323,22 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
 
 def settings_from_dict(raw: dict[str, Any], source: Path) -> Settings:
     root = source.parent
-    allowed = {"warehouse", "corpus", "parser", "chunker", "embedder", "golden", "retriever", "answerer", "judge", "gate", "compare", "automation", "scale", "niah"}
+    allowed = {
+        "warehouse",
+        "corpus",
+        "parser",
+        "chunker",
+        "embedder",
+        "golden",
+        "retriever",
+        "answerer",
+        "judge",
+        "gate",
+        "compare",
+        "automation",
+        "scale",
+        "niah",
+    }
     unknown = sorted(set(raw) - allowed)
     if unknown:
         raise SettingsError(f"{source}: unknown section(s) {unknown}; allowed: {sorted(allowed)}")
@@ -356,9 +377,7 @@ def settings_from_dict(raw: dict[str, Any], source: Path) -> Settings:
     if "dir" not in corpus_raw:
         raise SettingsError(f"{source}: [corpus].dir is required (the directory of documents to ingest)")
     corpus_raw["dir"] = resolve(str(corpus_raw["dir"]))
-    corpus = CorpusSettings(
-        dir=corpus_raw.pop("dir"), exclude=tuple(corpus_raw.pop("exclude", CorpusSettings.exclude))
-    )
+    corpus = CorpusSettings(dir=corpus_raw.pop("dir"), exclude=tuple(corpus_raw.pop("exclude", CorpusSettings.exclude)))
     if corpus_raw:
         raise SettingsError(f"{source}: unknown key(s) in [corpus]: {sorted(corpus_raw)}; allowed: dir, exclude")
 
@@ -401,7 +420,9 @@ def _table(value: Any, where: str, source: Path) -> dict[str, Any]:
 def _validate(s: Settings) -> None:
     src = s.source
     if s.chunker.strategy not in ("by_title", "basic", "sentences"):
-        raise SettingsError(f"{src}: [chunker].strategy must be 'by_title', 'basic' or 'sentences', got {s.chunker.strategy!r}")
+        raise SettingsError(
+            f"{src}: [chunker].strategy must be 'by_title', 'basic' or 'sentences', got {s.chunker.strategy!r}"
+        )
     if s.chunker.max_characters < 50:
         raise SettingsError(f"{src}: [chunker].max_characters must be at least 50")
     if not 0 <= s.chunker.overlap < s.chunker.max_characters:
@@ -423,8 +444,10 @@ def _validate(s: Settings) -> None:
         raise SettingsError(f"{src}: [gate].block has unknown verdicts {sorted(bad)}")
     bad = sorted(set(s.compare.block) - set(TRANSITIONS))
     if bad:
-        raise SettingsError(f"{src}: [compare].block has unknown transitions {bad}; write CURRENT->CANDIDATE verdicts, "
-                            f"e.g. pass->fail or fail->did_not_run")
+        raise SettingsError(
+            f"{src}: [compare].block has unknown transitions {bad}; write CURRENT->CANDIDATE verdicts, "
+            f"e.g. pass->fail or fail->did_not_run"
+        )
     if s.gate.check_severity not in ("WARN", "ERROR"):
         raise SettingsError(f"{src}: [gate].check_severity must be WARN or ERROR")
     for name in ("endpoint_url", "region"):

@@ -59,15 +59,21 @@ def _atomic_parquet(path: Path, schema: pa.Schema) -> Iterator[pq.ParquetWriter]
     os.replace(tmp, path)
 
 
-def plan(settings: Settings, con: duckdb.DuckDBPyConnection, shards: int, log: Log = _noop,
-         embedder: Embedder | None = None) -> dict[str, Any]:
+def plan(
+    settings: Settings, con: duckdb.DuckDBPyConnection, shards: int, log: Log = _noop, embedder: Embedder | None = None
+) -> dict[str, Any]:
     """Write one work file per shard with the texts that have no vector yet; returns the staging directory and counts."""
     from ragpipe.ingest import chunk_text_loader, current_chunk_keys
 
     emb = embedder or LazyEmbedder(settings.embedder, settings.models_dir)  # the plan needs the tag, not the model
     table = store.open_table(store.open_store(settings), emb.tag, lambda: emb.dims)
-    fresh = [store.ChunkKey(**k) for k in store.diff_vectors(table, current_chunk_keys(con, settings.chunker_tag)).fresh_keys().to_pylist()]
-    plan_id = hashlib.sha256(json.dumps([emb.tag, shards, sorted(k.content_hash for k in fresh)]).encode()).hexdigest()[:12]
+    fresh = [
+        store.ChunkKey(**k)
+        for k in store.diff_vectors(table, current_chunk_keys(con, settings.chunker_tag)).fresh_keys().to_pylist()
+    ]
+    plan_id = hashlib.sha256(json.dumps([emb.tag, shards, sorted(k.content_hash for k in fresh)]).encode()).hexdigest()[
+        :12
+    ]
     stage = settings.warehouse_dir / "staging" / f"embed-{plan_id}"
     stage.mkdir(parents=True, exist_ok=True)
     parts: list[list[Any]] = [[] for _ in range(shards)]
@@ -83,15 +89,26 @@ def plan(settings: Settings, con: duckdb.DuckDBPyConnection, shards: int, log: L
             for start in range(0, len(part), store.SLICE_ROWS):
                 keys = part[start : start + store.SLICE_ROWS]
                 texts = load([k.chunk_id for k in keys], [k.doc_id for k in keys])
-                writer.write_table(pa.table({"content_hash": [k.content_hash for k in keys],
-                                             "text": [texts[k.chunk_id] for k in keys]}, schema=schema))
+                writer.write_table(
+                    pa.table(
+                        {"content_hash": [k.content_hash for k in keys], "text": [texts[k.chunk_id] for k in keys]},
+                        schema=schema,
+                    )
+                )
     sizes = [len(p) for p in parts]
     log(f"embedding plan {plan_id} [{emb.tag}]: {len(fresh)} new texts in {shards} shards {sizes}")
     return {"stage": str(stage), "shards": shards, "texts": len(fresh), "shard_sizes": sizes, "embedder_tag": emb.tag}
 
 
-def embed_shard(settings: Settings, stage: Path, i: int, shards: int, log: Log = _noop, threads: int = 0,
-                embedder: Embedder | None = None) -> dict[str, Any]:
+def embed_shard(
+    settings: Settings,
+    stage: Path,
+    i: int,
+    shards: int,
+    log: Log = _noop,
+    threads: int = 0,
+    embedder: Embedder | None = None,
+) -> dict[str, Any]:
     """Vectors for shard i's texts. Touches no database: only the staging directory."""
     out = _vectors_file(stage, i, shards)
     if out.exists():  # a previous run with the same plan got this far
@@ -104,7 +121,9 @@ def embed_shard(settings: Settings, stage: Path, i: int, shards: int, log: Log =
     done, t0 = [0], time.perf_counter()
 
     def progress(n: int, _total: int, _secs: float) -> None:
-        log(f"shard {i}/{shards} [{emb.tag}]: {done[0] + n}/{total} texts, {(done[0] + n) / max(time.perf_counter() - t0, 1e-9):.1f} texts/s")
+        log(
+            f"shard {i}/{shards} [{emb.tag}]: {done[0] + n}/{total} texts, {(done[0] + n) / max(time.perf_counter() - t0, 1e-9):.1f} texts/s"
+        )
 
     schema = pa.schema([("content_hash", pa.string()), ("vector", pa.list_(pa.float32(), emb.dims))])
     with _atomic_parquet(out, schema) as writer:  # a slice of texts in memory at a time
@@ -113,8 +132,15 @@ def embed_shard(settings: Settings, stage: Path, i: int, shards: int, log: Log =
             vectors = np.asarray(emb.encode(texts, progress=progress), dtype=np.float32)
             done[0] += len(texts)
             flat = pa.array(vectors.ravel(), pa.float32())
-            writer.write_table(pa.table({"content_hash": batch.column("content_hash"),
-                                         "vector": pa.FixedSizeListArray.from_arrays(flat, emb.dims)}, schema=schema))
+            writer.write_table(
+                pa.table(
+                    {
+                        "content_hash": batch.column("content_hash"),
+                        "vector": pa.FixedSizeListArray.from_arrays(flat, emb.dims),
+                    },
+                    schema=schema,
+                )
+            )
     return {"shard": i, "texts": total, "embedded": total, "resumed": False}
 
 
@@ -130,8 +156,16 @@ def staged_vectors(stage: Path, shards: int, order: list[int] | None = None) -> 
     return vectors
 
 
-def merge(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, stage: Path, shards: int, log: Log = _noop,
-          embedder: Embedder | None = None, order: list[int] | None = None) -> dict[str, Any]:
+def merge(
+    settings: Settings,
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    stage: Path,
+    shards: int,
+    log: Log = _noop,
+    embedder: Embedder | None = None,
+    order: list[int] | None = None,
+) -> dict[str, Any]:
     """Sync the table with the current chunks using the staged vectors, then drop the staging directory."""
     from ragpipe.ingest import embed_chunks
 

@@ -60,8 +60,10 @@ def run_sql(db_path: Path, query: str, fmt: str = "table", wait_s: float = 10.0)
                 print(f"SQL error: {exc}", file=sys.stderr)  # e.g. SET on the locked configuration
                 return 2
             except duckdb.PermissionException:
-                print("ragpipe sql is read-only: reading or writing files (COPY, EXPORT, ATTACH, read_csv) is refused",
-                      file=sys.stderr)
+                print(
+                    "ragpipe sql is read-only: reading or writing files (COPY, EXPORT, ATTACH, read_csv) is refused",
+                    file=sys.stderr,
+                )
                 return 2
             except duckdb.Error as exc:
                 print(f"SQL error: {exc}", file=sys.stderr)

@@ -217,7 +217,13 @@ def sync_vectors(
         vectors.clear()
         lookup = sorted({h for h, f in zip(hashes, part["fresh"]) if not f})
         for i in range(0, len(lookup), 500):
-            rows = table.search().where(f"content_hash IN ({_sql_list(lookup[i:i + 500])})").select(["content_hash", "vector"]).limit(None).to_arrow()
+            rows = (
+                table.search()
+                .where(f"content_hash IN ({_sql_list(lookup[i : i + 500])})")
+                .select(["content_hash", "vector"])
+                .limit(None)
+                .to_arrow()
+            )
             for h, v in zip(rows["content_hash"].to_pylist(), rows["vector"].to_numpy(zero_copy_only=False)):
                 vectors[h] = np.asarray(v, dtype=np.float32)
         todo: dict[str, str] = {}
@@ -296,7 +302,9 @@ def ensure_vector_index(table: Any, min_rows: int, log: Callable[[str], None] | 
     from lancedb.index import HnswSq
 
     # ~4k rows per partition keeps each partition's HNSW graph small; queries probe several partitions.
-    table.create_index("vector", config=HnswSq(distance_type="cosine", num_partitions=max(1, rows // 4096)), replace=True)
+    table.create_index(
+        "vector", config=HnswSq(distance_type="cosine", num_partitions=max(1, rows // 4096)), replace=True
+    )
     if log:
         log(f"built an ANN index (IVF_HNSW_SQ, cosine) over {rows} vectors")
     return "built"

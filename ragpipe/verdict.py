@@ -62,9 +62,11 @@ def _states(r: Reading, value: str | None, question: str) -> bool:
 
 
 # Words about the source and the answering, not about the subject: they never make a clause "about something else".
-_META = content_words("documents document docs context text passage passages source sources excerpt excerpts based "
-                      "according mention mentioned mentions state stated states say says said provided information "
-                      "given answer question specifically explicitly directly")
+_META = content_words(
+    "documents document docs context text passage passages source sources excerpt excerpts based "
+    "according mention mentioned mentions state stated states say says said provided information "
+    "given answer question specifically explicitly directly"
+)
 
 
 def _qualified(clause: str, question: str, value: str | None) -> bool:
@@ -91,8 +93,11 @@ def _read_negative(readings: list[Reading], question: str, trap_value: str | Non
         if not (trap or _new_numbers(r.clause, question)):
             continue  # states no value
         qualified = _qualified(r.clause, question, trap_value if trap else None)
-        if ((r.hedge or r.approx) and not r.citation) or (refused and r.infers and not r.citation) or (
-                refused and r.based_on and not (r.citation or qualified)):
+        if (
+            ((r.hedge or r.approx) and not r.citation)
+            or (refused and r.infers and not r.citation)
+            or (refused and r.based_on and not (r.citation or qualified))
+        ):
             return ("hedged_trap" if trap else "hedged"), r.clause, False
         if not refused:
             return ("took_trap" if trap else "answered"), r.clause, False
@@ -116,8 +121,10 @@ def _disowned(readings: list[Reading], stating: list[int]) -> bool:
     say three days, but that is from an older policy, so it is two days")."""
     if not all(readings[i].citation for i in stating):
         return False
-    return any(_TURN.search(r.clause) and (_CORRECTS.search(r.clause) or numbers(digits(r.clause)))
-               for r in readings[max(stating) + 1:])
+    return any(
+        _TURN.search(r.clause) and (_CORRECTS.search(r.clause) or numbers(digits(r.clause)))
+        for r in readings[max(stating) + 1 :]
+    )
 
 
 def _shape(token: str) -> str:
@@ -156,12 +163,16 @@ def decide(
     refused = any(r.refusal for r in readings)
 
     def v(verdict: str, reason: str, trap: bool = False, how: str = "", unsure: bool = False) -> Verdict:
-        return Verdict(test.question_id, test.kind, verdict, reason, anchor_ids, all_in, refused, trap, how, unverified,
-                       unsure)
+        return Verdict(
+            test.question_id, test.kind, verdict, reason, anchor_ids, all_in, refused, trap, how, unverified, unsure
+        )
 
     if not all_in:
         if stamp_status == "missing":  # the corpus changed under the test: say how (ragpipe.restamp)
-            return v("did_not_run", f"{anchor} {stamp_reason or 'missing from corpus: its quote is no longer in any document'}")
+            return v(
+                "did_not_run",
+                f"{anchor} {stamp_reason or 'missing from corpus: its quote is no longer in any document'}",
+            )
         if not anchor_ids:
             return v("did_not_run", f"no {anchor} chunk id: stamp the test (ragpipe golden restamp --write)")
         if len(anchor_ids) > 1 and present:
@@ -177,12 +188,17 @@ def decide(
         if outcome == "refusal":
             return v("pass", "refused with the trap in context", how="refusal")
         if outcome == "refusal_citing_trap":
-            return v("pass", f"refused; cites the trap's value {test.trap_value!r} only as what the documents say",
-                     how="refusal_citing_trap")
+            return v(
+                "pass",
+                f"refused; cites the trap's value {test.trap_value!r} only as what the documents say",
+                how="refusal_citing_trap",
+            )
         if outcome == "took_trap":
             return v("fail", f"took the trap: the answer states {test.trap_value!r}", trap=True, unsure=unsure)
         if outcome == "hedged_trap":
-            return v("fail", f"took the trap (hedged): the answer offers {test.trap_value!r} as likely: {quoted}", trap=True)
+            return v(
+                "fail", f"took the trap (hedged): the answer offers {test.trap_value!r} as likely: {quoted}", trap=True
+            )
         if outcome == "hedged":
             return v("fail", f"answered anyway (hedged): {quoted}")
         if refused:
@@ -191,12 +207,21 @@ def decide(
     m = answer_matches(answer.text, test.expected_answer, test.question)
     rival = _rival_first(answer.text, test.expected_answer, test.question) if m.matched else None
     if rival:
-        return v("fail", f"names {rival!r} before {test.expected_answer!r}, both options of the question: which one it "
-                         f"gives as the answer is for a judge to read", unsure=True)
-    stating = [i for i, r in enumerate(readings) if answer_matches(r.clause, test.expected_answer, test.question).matched]
+        return v(
+            "fail",
+            f"names {rival!r} before {test.expected_answer!r}, both options of the question: which one it "
+            f"gives as the answer is for a judge to read",
+            unsure=True,
+        )
+    stating = [
+        i for i, r in enumerate(readings) if answer_matches(r.clause, test.expected_answer, test.question).matched
+    ]
     if m.matched and stating and _disowned(readings, stating):
-        return v("fail", f"cites {test.expected_answer!r} as what the documents say, then answers otherwise: "
-                         f"{readings[-1].clause[:120]!r}")
+        return v(
+            "fail",
+            f"cites {test.expected_answer!r} as what the documents say, then answers otherwise: "
+            f"{readings[-1].clause[:120]!r}",
+        )
     if m.matched and (not stating or any(not readings[i].hedge and not readings[i].refusal for i in stating)):
         return v("pass", f"answer matches expected ({m.how})", how=m.how)
     if m.matched and all(readings[i].hedge for i in stating):
@@ -206,5 +231,6 @@ def decide(
         return v("fail", "refused although the evidence was retrieved")
     # A paraphrase that shares much of the expected answer is for a judge to read; without one it fails.
     close = answer_matches(answer.text, test.expected_answer, test.question, share=0.5).matched or (
-        bool(stated) and stated <= set(numbers(digits(test.expected_answer))))
+        bool(stated) and stated <= set(numbers(digits(test.expected_answer)))
+    )
     return v("fail", f"answer does not state {test.expected_answer!r}: {answer.text[:120]!r}", unsure=close)

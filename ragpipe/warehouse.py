@@ -11,6 +11,8 @@ from typing import Iterator
 
 import duckdb
 
+from ragpipe.errors import RagpipeError
+
 MIGRATIONS_PACKAGE = "ragpipe.migrations"
 
 # How the warehouse file is written. Parsing commits one document at a time and DuckDB checkpoints every 16 MB of
@@ -24,7 +26,7 @@ ROW_GROUP_SIZE = 2048
 MAX_VACUUM_TASKS = 0
 
 
-class WarehouseBusy(RuntimeError):
+class WarehouseBusy(RagpipeError, RuntimeError):
     """Another process holds the DuckDB writer lock for longer than we were willing to wait."""
 
 

@@ -75,8 +75,17 @@ class Project:
         return self.root / "golden.jsonl"
 
     def configure(self, **overrides: Any) -> None:
-        values = dict(models_dir=MODELS_DIR, strategy="by_title", max_characters=800, new_after=600, embedder="minilm", mode="hybrid", k=5,
-                      answerer="extractive", base_url="http://127.0.0.1:9/v1")
+        values = dict(
+            models_dir=MODELS_DIR,
+            strategy="by_title",
+            max_characters=800,
+            new_after=600,
+            embedder="minilm",
+            mode="hybrid",
+            k=5,
+            answerer="extractive",
+            base_url="http://127.0.0.1:9/v1",
+        )
         values.update(overrides)
         self.settings_file.write_text(DEFAULT_TOML.format(**values), encoding="utf-8")
 

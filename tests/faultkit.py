@@ -73,8 +73,17 @@ class Proc:
 
     def __init__(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT):
         self.argv = argv
-        self.p = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, text=True, errors="replace", start_new_session=True)
+        self.p = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
         LIVE.append(self)
         self.lines: list[str] = []
         self._q: queue.Queue[str | None] = queue.Queue()
@@ -105,7 +114,9 @@ class Proc:
             except queue.Empty:
                 continue
             if line is None:
-                raise AssertionError(f"process exited ({self.p.wait()}) before {pattern!r}; output:\n{self.output[-4000:]}")
+                raise AssertionError(
+                    f"process exited ({self.p.wait()}) before {pattern!r}; output:\n{self.output[-4000:]}"
+                )
             if rx.search(line):
                 return line
 
@@ -137,11 +148,17 @@ def python_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def driver(settings_file: Path, stages: list[str], run_id: str, pause: str = "", env: dict[str, str] | None = None) -> Proc:
-    return Proc([sys.executable, "-c", DRIVER, str(settings_file), ",".join(stages), run_id, pause], env=env or python_env())
+def driver(
+    settings_file: Path, stages: list[str], run_id: str, pause: str = "", env: dict[str, str] | None = None
+) -> Proc:
+    return Proc(
+        [sys.executable, "-c", DRIVER, str(settings_file), ",".join(stages), run_id, pause], env=env or python_env()
+    )
 
 
-def run_driver(settings_file: Path, stages: list[str], run_id: str, timeout: float = 300, env: dict[str, str] | None = None) -> str:
+def run_driver(
+    settings_file: Path, stages: list[str], run_id: str, timeout: float = 300, env: dict[str, str] | None = None
+) -> str:
     proc = driver(settings_file, stages, run_id, env=env)
     code, out = proc.finish(timeout)
     assert code == 0 and "ALL-DONE" in out, out[-4000:]
@@ -155,7 +172,9 @@ def ragpipe_cli(root: Path, *args: str, env: dict[str, str] | None = None) -> Pr
     """
     env = dict(env or python_env())
     env["DAGSTER_HOME"] = str(root)
-    return Proc([sys.executable, "-m", "ragpipe.cli", "--settings", str(root / "ragpipe.toml"), *args], env=env, cwd=root)
+    return Proc(
+        [sys.executable, "-m", "ragpipe.cli", "--settings", str(root / "ragpipe.toml"), *args], env=env, cwd=root
+    )
 
 
 _BASES: dict[str, Path] = {}

@@ -133,7 +133,9 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, b"<html>this is not JSON {", "text/html")
             return
         if "[[nochoices]]" in user:
-            self._json(200, {"id": "chatcmpl-x", "object": "chat.completion", "created": int(time.time()), "model": model})
+            self._json(
+                200, {"id": "chatcmpl-x", "object": "chat.completion", "created": int(time.time()), "model": model}
+            )
             return
 
         system = " ".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
@@ -155,14 +157,16 @@ class Handler(BaseHTTPRequestHandler):
         }
         if "[[badusage]]" in user:
             usage = [prompt_tokens, completion_tokens]
-        body = json.dumps({
-            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
-            "usage": usage,
-        }).encode("utf-8")
+        body = json.dumps(
+            {
+                "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
+                "usage": usage,
+            }
+        ).encode("utf-8")
 
         if "[[slowbody]]" in user or "[[truncated]]" in user:
             try:

@@ -6,9 +6,12 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from ragpipe import store
 from ragpipe.retrieve import vector_search
+
+pytestmark = [pytest.mark.slow, pytest.mark.model]
 
 
 def _clustered(n: int, d: int, seed: int) -> np.ndarray:
@@ -23,7 +26,13 @@ def test_index_built_above_threshold_and_recall_against_flat(tmp_path: Path) -> 
     n, d = 6000, 64
     x = _clustered(n, d, 0)
     table = db.create_table(
-        "t", pa.table({"chunk_id": [f"c{i}" for i in range(n)], "vector": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), d)})
+        "t",
+        pa.table(
+            {
+                "chunk_id": [f"c{i}" for i in range(n)],
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), d),
+            }
+        ),
     )
     assert store.ensure_vector_index(table, min_rows=10_000) == "flat"
     assert not table.list_indices()
@@ -36,13 +45,22 @@ def test_index_built_above_threshold_and_recall_against_flat(tmp_path: Path) -> 
     recalls = []
     for q in queries:
         ann = {h.chunk_id for h in vector_search(table, q, 10)}
-        flat = {r["chunk_id"] for r in table.search(q).distance_type("cosine").bypass_vector_index().limit(10).to_list()}
+        flat = {
+            r["chunk_id"] for r in table.search(q).distance_type("cosine").bypass_vector_index().limit(10).to_list()
+        }
         recalls.append(len(ann & flat) / 10)
     assert float(np.mean(recalls)) >= 0.95
 
     # rows added after the index are still found (searched exactly until the next rebuild)
     extra = _clustered(100, d, 7)
-    table.add(pa.table({"chunk_id": [f"new{i}" for i in range(100)], "vector": pa.FixedSizeListArray.from_arrays(pa.array(extra.ravel()), d)}))
+    table.add(
+        pa.table(
+            {
+                "chunk_id": [f"new{i}" for i in range(100)],
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(extra.ravel()), d),
+            }
+        )
+    )
     assert store.ensure_vector_index(table, min_rows=5_000) == "kept"  # 100 of 6100 unindexed: below 20 %
     assert vector_search(table, extra[3], 1)[0].chunk_id == "new3"
 
@@ -60,7 +78,13 @@ def test_recall_holds_for_queries_that_are_not_near_a_stored_vector(tmp_path: Pa
 
     x = sample(n)
     table = store.connect(tmp_path / "lancedb").create_table(
-        "t", pa.table({"chunk_id": [f"c{i}" for i in range(n)], "vector": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), d)})
+        "t",
+        pa.table(
+            {
+                "chunk_id": [f"c{i}" for i in range(n)],
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), d),
+            }
+        ),
     )
     assert store.ensure_vector_index(table, min_rows=10_000) == "built"
     recalls = []

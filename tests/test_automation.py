@@ -6,12 +6,13 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from conftest import Project, make_project
 
 from assets import build_definitions
 from assets.resources import RagpipeResource
 from assets.runner import asset_states, materialize
 
-from conftest import Project, make_project
+pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.model]
 
 DOWNSTREAM_OF_CHUNKS = {"chunks", "embeddings", "stamps", "retrievals", "answers", "verdicts"}
 
@@ -81,8 +82,9 @@ def test_automation_tick_by_tick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def _sensor_result(p: Project, cursor: str | None) -> dg.SensorResult:
     defs = build_definitions(str(p.settings_file))
     sensor = defs.get_sensor_def("corpus_sensor")
-    context = dg.build_sensor_context(cursor=cursor, instance=p.instance,
-                                      resources={"ragpipe": RagpipeResource(settings_path=str(p.settings_file))})
+    context = dg.build_sensor_context(
+        cursor=cursor, instance=p.instance, resources={"ragpipe": RagpipeResource(settings_path=str(p.settings_file))}
+    )
     result = sensor(context)
     assert isinstance(result, dg.SensorResult)
     return result
@@ -135,7 +137,9 @@ def test_definitions_declare_sensors_running_and_nightly_schedule(tmp_path: Path
     assert schedule.tags["ragpipe/trigger"] == "scheduled"
 
 
-def test_a_golden_set_that_always_fails_runs_once_and_waits_for_an_edit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_golden_set_that_always_fails_runs_once_and_waits_for_an_edit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A broken golden set file fails golden_set at once (no step retry: it fails the same way every time), the
     automation requests nothing more tick after tick, and fixing the file requests the evaluation again."""
     import ragpipe.evaluate
@@ -165,14 +169,21 @@ def test_a_golden_set_that_always_fails_runs_once_and_waits_for_an_edit(tmp_path
         assert requested == set()
     rows = p.sql("SELECT asset, error FROM eval_failures")
     assert rows and rows[-1][0] == "golden_set" and "malformed JSON" in rows[-1][1]
-    assert p.sql("SELECT count(*) FROM latest_verdicts WHERE stale_reason LIKE 'the latest evaluation failed at golden_set%'")[0][0] > 0
+    assert (
+        p.sql(
+            "SELECT count(*) FROM latest_verdicts WHERE stale_reason LIKE 'the latest evaluation failed at golden_set%'"
+        )[0][0]
+        > 0
+    )
     assert "golden_set" in p.sql("SELECT banner FROM evaluation_status")[0][0]
     p.golden.write_text(good)
     requested, cursor = tick(p, cursor)
     assert "golden_set" in requested
 
 
-def test_a_transient_failure_is_retried_in_the_run_a_bounded_number_of_times(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_transient_failure_is_retried_in_the_run_a_bounded_number_of_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import assets.automation
     import ragpipe.evaluate
 
@@ -194,7 +205,9 @@ def test_a_transient_failure_is_retried_in_the_run_a_bounded_number_of_times(tmp
     assert [e.event_type_value for e in result.all_events].count("STEP_UP_FOR_RETRY") == 2
 
 
-def test_an_embedder_switch_builds_its_model_before_taking_the_writer_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_embedder_switch_builds_its_model_before_taking_the_writer_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Building a new embedder's model takes minutes on first use: readers (`ragpipe sql`) must not wait for it."""
     import duckdb
 
@@ -260,7 +273,10 @@ def test_staleness_down_the_chain_as_a_check(tmp_path: Path, monkeypatch: pytest
     assert not materialize(str(p.settings_file), sorted(DOWNSTREAM_OF_CHUNKS), p.instance).success
     monkeypatch.undo()
     reported, results = _currency_tick(p)
-    assert not results["verdicts"][0] and "the latest attempt at chunks failed: RuntimeError: disk full" in results["verdicts"][1]
+    assert (
+        not results["verdicts"][0]
+        and "the latest attempt at chunks failed: RuntimeError: disk full" in results["verdicts"][1]
+    )
     assert results["golden_set"][0]
 
     p.materialize(sorted(DOWNSTREAM_OF_CHUNKS))

@@ -10,13 +10,14 @@ from xml.etree import ElementTree as ET
 
 import duckdb
 import pytest
+from conftest import Project, make_project
 
 from assets.runner import materialize_stale
 from ragpipe.cli import main
 from ragpipe.report import load_summary, render_junit, render_markdown, render_text
 from ragpipe.warehouse import connect, migrate
 
-from conftest import Project, make_project
+pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.model]
 
 
 def _run(p: Project) -> str:
@@ -30,15 +31,21 @@ def _run(p: Project) -> str:
 def _timeline(p: Project, run: str) -> dict[str, tuple]:
     """question_id -> (old verdict, new verdict, old rank, new rank, cause) in `run`."""
     with connect(p.settings().duckdb_path, read_only=True) as con:
-        rows = con.execute("SELECT question_id, old_verdict, new_verdict, old_anchor_rank, new_anchor_rank, cause "
-                           "FROM verdict_timeline WHERE eval_run_id = ?", [run]).fetchall()
+        rows = con.execute(
+            "SELECT question_id, old_verdict, new_verdict, old_anchor_rank, new_anchor_rank, cause "
+            "FROM verdict_timeline WHERE eval_run_id = ?",
+            [run],
+        ).fetchall()
     return {r[0]: r[1:] for r in rows}
 
 
 def _changes(p: Project, run: str) -> dict[str, tuple]:
     with connect(p.settings().duckdb_path, read_only=True) as con:
-        rows = con.execute("SELECT question_id, old_verdict, new_verdict, old_anchor_rank, new_anchor_rank, "
-                           "old_unverified, new_unverified, cause FROM verdict_changes WHERE eval_run_id = ?", [run]).fetchall()
+        rows = con.execute(
+            "SELECT question_id, old_verdict, new_verdict, old_anchor_rank, new_anchor_rank, "
+            "old_unverified, new_unverified, cause FROM verdict_changes WHERE eval_run_id = ?",
+            [run],
+        ).fetchall()
     return {r[0]: r[1:] for r in rows}
 
 
@@ -46,8 +53,9 @@ def _anchor_doc(t: dict) -> str | None:
     return t.get("trap_source") or t.get("evidence_source")
 
 
-def test_each_kind_of_change_is_named_as_the_cause(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_each_kind_of_change_is_named_as_the_cause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     p = make_project(tmp_path / "proj")
     tests = [json.loads(x) for x in p.golden.read_text().splitlines() if x.strip()]
 
@@ -64,7 +72,9 @@ def test_each_kind_of_change_is_named_as_the_cause(tmp_path: Path, monkeypatch: 
     run = _run(p)
     timeline = _timeline(p, run)
     assert timeline[edited["question_id"]][-1] == "golden line edited"
-    assert {c[-1] for q, c in timeline.items() if q != edited["question_id"]} == {"nothing upstream changed: the answerer drifted"}
+    assert {c[-1] for q, c in timeline.items() if q != edited["question_id"]} == {
+        "nothing upstream changed: the answerer drifted"
+    }
     assert set(_changes(p, run)) <= {edited["question_id"]}
 
     # 2. a document the golden set quotes is deleted: its tests flip to did_not_run because their anchor is gone
@@ -92,8 +102,12 @@ def test_each_kind_of_change_is_named_as_the_cause(tmp_path: Path, monkeypatch: 
     timeline = _timeline(p, run)
     assert all(c[-1].startswith("embedder minilm-") and " -> minilm-static-" in c[-1] for c in timeline.values())
     with connect(p.settings().duckdb_path, read_only=True) as con:
-        verified_before = {r[0] for r in con.execute(
-            "SELECT question_id FROM verdict_timeline WHERE eval_run_id = ? AND NOT old_unverified", [run]).fetchall()}
+        verified_before = {
+            r[0]
+            for r in con.execute(
+                "SELECT question_id FROM verdict_timeline WHERE eval_run_id = ? AND NOT old_unverified", [run]
+            ).fetchall()
+        }
     changes = _changes(p, run)
     assert verified_before and all(changes[q][5] for q in verified_before)  # validated under minilm: now unverified
 
@@ -133,15 +147,27 @@ def test_the_same_inputs_and_another_verdict_is_answerer_drift(tmp_path: Path) -
     another golden set file is never compared with this one."""
     con = duckdb.connect(str(tmp_path / "w.duckdb"))
     migrate(con)
-    for run, t, path in (("r1", "2026-01-01", "g.jsonl"), ("r2", "2026-01-02", "other.jsonl"), ("r3", "2026-01-03", "g.jsonl")):
-        con.execute("INSERT INTO eval_runs (eval_run_id, started_at, chunker_tag, embedder_tag, retriever, answerer, "
-                    "answerer_label, golden_sha256, n_tests, verdict_run_id, golden_path, corpus_digest) "
-                    "VALUES (?, ?, 'c', 'e', '{\"k\": 5}', '{}', 'openai', 'sha', 1, ?, ?, 'd')", [run, t, run, path])
+    for run, t, path in (
+        ("r1", "2026-01-01", "g.jsonl"),
+        ("r2", "2026-01-02", "other.jsonl"),
+        ("r3", "2026-01-03", "g.jsonl"),
+    ):
+        con.execute(
+            "INSERT INTO eval_runs (eval_run_id, started_at, chunker_tag, embedder_tag, retriever, answerer, "
+            "answerer_label, golden_sha256, n_tests, verdict_run_id, golden_path, corpus_digest) "
+            "VALUES (?, ?, 'c', 'e', '{\"k\": 5}', '{}', 'openai', 'sha', 1, ?, ?, 'd')",
+            [run, t, run, path],
+        )
         verdict = "fail" if run == "r1" else "pass"
-        con.execute("INSERT INTO verdicts (eval_run_id, question_id, kind, verdict, reason, anchor_retrieved, refused, "
-                    "took_trap, unverified, judged_at, test_sha, source_sha, anchor_rank) "
-                    "VALUES (?, 'neg_01', 'negative', ?, '', true, false, false, false, now(), 't', 's', 2)", [run, verdict])
-    rows = con.execute("SELECT eval_run_id, prev_eval_run_id, old_verdict, new_verdict, cause FROM verdict_changes").fetchall()
+        con.execute(
+            "INSERT INTO verdicts (eval_run_id, question_id, kind, verdict, reason, anchor_retrieved, refused, "
+            "took_trap, unverified, judged_at, test_sha, source_sha, anchor_rank) "
+            "VALUES (?, 'neg_01', 'negative', ?, '', true, false, false, false, now(), 't', 's', 2)",
+            [run, verdict],
+        )
+    rows = con.execute(
+        "SELECT eval_run_id, prev_eval_run_id, old_verdict, new_verdict, cause FROM verdict_changes"
+    ).fetchall()
     assert rows == [("r3", "r1", "fail", "pass", "nothing upstream changed: the answerer drifted")]
     con.execute("UPDATE eval_runs SET retriever = '{\"k\": 8}' WHERE eval_run_id = 'r3'")
     assert con.execute("SELECT cause FROM verdict_changes").fetchone()[0] == "retriever k 5 -> 8"

@@ -13,7 +13,11 @@ def test_chunk_id_is_deterministic_and_well_formed() -> None:
     assert a == chunk_id_for("reports/q3-2023.md", "Revenue was $48.7 million.", 0)
     assert re.fullmatch(r"ch_[0-9a-f]{16}", a)
     # A fixed value: the same text in the same document gets the same id on every run and machine.
-    assert chunk_id_for("d", "t", 0) == chunk_id_for("d", "t", 0) == "ch_" + hashlib.sha256(b"d\x000\x00t").hexdigest()[:16]
+    assert (
+        chunk_id_for("d", "t", 0)
+        == chunk_id_for("d", "t", 0)
+        == "ch_" + hashlib.sha256(b"d\x000\x00t").hexdigest()[:16]
+    )
 
 
 def test_chunk_id_depends_on_doc_text_and_occurrence() -> None:
@@ -68,9 +72,13 @@ def test_sentence_packing_crosses_element_boundaries_but_never_cuts_a_sentence()
     assert pieces == ["Results\n\nRevenue grew 12%. Costs fell.", "Outlook\n\nWe expect more. Risks remain."]
     # A sentence longer than the limit is cut at spaces, never inside a word.
     long = "alpha " * 20
-    assert [long[s:e] for s, e in sentence_pack_spans(long, 50, 50)] == ["alpha " * 7 + "alpha", "alpha " * 7 + "alpha",
-                                                                         "alpha " * 3 + "alpha"]
+    assert [long[s:e] for s, e in sentence_pack_spans(long, 50, 50)] == [
+        "alpha " * 7 + "alpha",
+        "alpha " * 7 + "alpha",
+        "alpha " * 3 + "alpha",
+    ]
     # Overlap repeats whole trailing sentences of the previous chunk.
     spans = sentence_pack_spans("One two. Three four. Five six. Seven.", 22, 22, overlap=12)
-    assert ["One two. Three four." , "Three four. Five six.", "Five six. Seven."] == [
-        "One two. Three four. Five six. Seven."[s:e] for s, e in spans]
+    assert ["One two. Three four.", "Three four. Five six.", "Five six. Seven."] == [
+        "One two. Three four. Five six. Seven."[s:e] for s, e in spans
+    ]

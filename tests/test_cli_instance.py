@@ -17,7 +17,9 @@ def _project(root: Path) -> Path:
     return root / "ragpipe.toml"
 
 
-def test_each_project_gets_its_own_instance_unless_the_user_chose_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_project_gets_its_own_instance_unless_the_user_chose_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     monkeypatch.setattr(cli, "_HOME_SET_HERE", [])
     a, b = (load_settings(_project(tmp_path / n)) for n in ("a", "b"))

@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-
 from faultkit import copy_project, evaluated_base, ragpipe_cli
+
+pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.model]
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +32,9 @@ def golden(p) -> dict[str, dict]:
     return {json.loads(x)["question_id"]: json.loads(x) for x in p.golden.read_text().splitlines() if x.strip()}
 
 
-def test_a_deleted_trap_document_makes_only_its_tests_not_run(base: Path, tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_deleted_trap_document_makes_only_its_tests_not_run(
+    base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     p = copy_project(base, tmp_path / "proj")
     before = verdicts(p)
     gone = "policies/password-policy-2020.txt"
@@ -71,7 +73,9 @@ def test_a_reworded_quote_says_where_and_proposes_the_closest_passage(base: Path
     after = verdicts(p)
     for q in hit:
         verdict, reason = after[q]
-        assert verdict == "did_not_run" and "quote no longer in reports/q3-2023.md; closest passage now" in reason, reason
+        assert verdict == "did_not_run" and "quote no longer in reports/q3-2023.md; closest passage now" in reason, (
+            reason
+        )
         assert new in reason and "(similarity 0." in reason
     code, out = ragpipe_cli(p.root, "golden", "restamp").finish(300)
     assert code == 0 and f"ragpipe golden restamp --accept {hit[0]}" in out, out
@@ -87,14 +91,20 @@ def test_a_renamed_document_keeps_its_tests_running(base: Path, tmp_path: Path) 
     before = verdicts(p)
     src = p.corpus / "reports" / "q2-2023.md"
     src.rename(p.corpus / "reports" / "second-quarter-2023.md")
-    hit = [q for q, t in golden(p).items() if (t.get("trap_source") or t.get("evidence_source")) == "reports/q2-2023.md"]
+    hit = [
+        q for q, t in golden(p).items() if (t.get("trap_source") or t.get("evidence_source")) == "reports/q2-2023.md"
+    ]
     assert hit
     ci(p)
     after = verdicts(p)
     for q in hit:
         assert after[q][0] == before[q][0] or "not retrieved" in after[q][1], (before[q], after[q])
-    reasons = [r[0] for r in p.sql("SELECT reason FROM latest_stamps WHERE question_id IN ({})".format(
-        ",".join(f"'{q}'" for q in hit)))]
+    reasons = [
+        r[0]
+        for r in p.sql(
+            "SELECT reason FROM latest_stamps WHERE question_id IN ({})".format(",".join(f"'{q}'" for q in hit))
+        )
+    ]
     assert any("now in reports/second-quarter-2023.md" in r for r in reasons), reasons
 
 
@@ -122,7 +132,8 @@ def test_quotes_copied_from_the_markdown_source_validate_and_stamp(base: Path, t
     stamps = {r[0]: r[1] for r in p.sql("SELECT question_id, status FROM latest_stamps")}
     assert all(stamps[q] in ("unchanged", "moved") for q in marked), {q: stamps[q] for q in marked}
     assert golden(p)[next(iter(marked))][
-        "trap_quote" if next(iter(marked)).startswith("neg") else "evidence_quote"] == next(iter(marked.values()))
+        "trap_quote" if next(iter(marked)).startswith("neg") else "evidence_quote"
+    ] == next(iter(marked.values()))
 
 
 def test_a_broken_golden_file_still_fails_with_every_problem(base: Path, tmp_path: Path) -> None:
@@ -133,13 +144,13 @@ def test_a_broken_golden_file_still_fails_with_every_problem(base: Path, tmp_pat
     text[5] = json.dumps(t)
     p.golden.write_text("\n".join(text) + "\n")
     code, out = ragpipe_cli(p.root, "ci").finish(900)
-    assert code == 1
+    assert code == 2  # the golden set file is broken: exit 2, not the gate's 1
     assert f":6 [{t['question_id']}] field 'trap_value': does not occur in trap_quote" in out, out[-3000:]
     text[2] = text[2][:-5]  # malformed JSON
     p.golden.write_text("\n".join(text) + "\n")
     junit, md = p.root / "report.xml", p.root / "summary.md"
     code, out = ragpipe_cli(p.root, "ci", "--junit", str(junit), "--markdown", str(md)).finish(900)
-    assert code == 1 and ":3 malformed JSON" in out, out[-3000:]
+    assert code == 2 and ":3 malformed JSON" in out, out[-3000:]
     # the error in one line, no stack trace; the reports written anyway, with the error as a failed case
     assert "ragpipe: golden_set failed: GoldenSetError: " in out and "Stack Trace" not in out and "Traceback" not in out
     assert 'failures="1"' in junit.read_text() and 'name="golden_set"' in junit.read_text()
@@ -151,4 +162,4 @@ def test_a_broken_golden_file_still_fails_with_every_problem(base: Path, tmp_pat
     code, out = ragpipe_cli(p.root, "status").finish(300)
     assert "golden_set failed: GoldenSetError: " in out and "malformed JSON" in out, out
     code, out = ragpipe_cli(p.root, "ci", "--verbose").finish(900)
-    assert code == 1 and "Stack Trace" in out
+    assert code == 2 and "Stack Trace" in out

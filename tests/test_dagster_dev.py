@@ -23,14 +23,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Iterator
 
+import dagster as dg
 import pytest
 import yaml
-
-import dagster as dg
-
 from conftest import ROOT, Project, make_project
 
-pytestmark = pytest.mark.timeout(400)
+pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.timeout(400)]
 
 ASSETS = {"corpus", "documents", "chunks", "embeddings", "golden_set", "stamps", "retrievals", "answers", "verdicts"}
 CHECKS = {"no_failures", "every_test_ran", "verified_under_current_embedder", "golden_stamps_current", "inputs_current"}
@@ -39,8 +37,13 @@ LOCATION = "ragpipe"  # [tool.dagster] code_location_name in pyproject.toml
 # full example at a fraction of the parsing and embedding time. (Every format, PDF included, is covered by the
 # ingest tests.)
 KEEP = {
-    "reports/q1-2023.md", "reports/q2-2023.md", "reports/q3-2023.md", "reports/q4-2023.html",
-    "contracts/veridian-nda.txt", "policies/pto-policy.html", "product/hr-200-datasheet.md",
+    "reports/q1-2023.md",
+    "reports/q2-2023.md",
+    "reports/q3-2023.md",
+    "reports/q4-2023.html",
+    "contracts/veridian-nda.txt",
+    "policies/pto-policy.html",
+    "product/hr-200-datasheet.md",
 }
 
 
@@ -92,7 +95,7 @@ def _proc_stat(pid: str) -> tuple[str, int] | None:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) "
+    fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
     return fields[0], int(fields[2])
 
 
@@ -215,7 +218,11 @@ def dagster_dev(settings_file: Path, home: Path) -> Iterator[DagsterDev]:
     with open(log, "wb") as out, sigint_not_ignored():
         proc = subprocess.Popen(
             [sys.executable, "-m", "dagster", "dev", "-h", "127.0.0.1", "-p", str(port)],
-            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: the whole tree is stopped with one killpg
         )
     dev = DagsterDev(proc, port, log, home)
@@ -231,7 +238,9 @@ REPOS = """{ repositoriesOrError { __typename ... on RepositoryConnection { node
 WORKSPACE = """{ workspaceOrError { __typename ... on Workspace { locationEntries { name loadStatus
   locationOrLoadError { __typename ... on PythonError { message stack } } } } } }"""
 
-ASSET_NODES = """{ assetNodes { assetKey { path } assetChecksOrError { __typename ... on AssetChecks { checks { name } } } } }"""
+ASSET_NODES = (
+    """{ assetNodes { assetKey { path } assetChecksOrError { __typename ... on AssetChecks { checks { name } } } } }"""
+)
 
 INSTIGATORS = """query($r: RepositorySelector!) {
   sensorsOrError(repositorySelector: $r) { __typename ... on Sensors { results { name sensorState { status } } }
@@ -266,7 +275,9 @@ def wait_for_location(dev: DagsterDev, timeout_s: float) -> None:
         entry = entries.get(LOCATION)
         if entry and entry["loadStatus"] == "LOADED":
             err = entry["locationOrLoadError"]
-            assert err["__typename"] == "RepositoryLocation", err.get("message", "") + "\n" + "".join(err.get("stack", []))
+            assert err["__typename"] == "RepositoryLocation", (
+                err.get("message", "") + "\n" + "".join(err.get("stack", []))
+            )
             return
         if time.monotonic() > deadline:
             pytest.fail(f"code location {LOCATION!r} not loaded within {timeout_s:g} s: {ws}\n{dev.log_tail()}")
@@ -313,8 +324,10 @@ def wait_for_run(dev: DagsterDev, run_id: str, deadline: float) -> dict[str, dic
         for r in runs.values():
             if r["status"] in ("FAILURE", "CANCELED"):
                 tags = {t["key"]: t["value"] for t in r["tags"]}
-                pytest.fail(f"run {r['runId']} ({r['jobName']}, {tags}) {r['status']}: {run_errors(dev, r['runId'])}\n"
-                            f"{run_overview(dev)}")
+                pytest.fail(
+                    f"run {r['runId']} ({r['jobName']}, {tags}) {r['status']}: {run_errors(dev, r['runId'])}\n"
+                    f"{run_overview(dev)}"
+                )
         if runs[run_id]["status"] == "SUCCESS":
             return runs
         if time.monotonic() > deadline:
@@ -367,7 +380,11 @@ def test_dagster_dev_over_graphql(tmp_path: Path) -> None:
         # materialize the whole graph, as "Materialize all" in the UI does. The in-process executor spares a process
         # start per step (each holds the duckdb pool's one slot; ~20 s apiece on a loaded 2-core machine).
         params = {
-            "selector": {**selector, "jobName": "__ASSET_JOB", "assetSelection": [{"path": [a]} for a in sorted(ASSETS)]},
+            "selector": {
+                **selector,
+                "jobName": "__ASSET_JOB",
+                "assetSelection": [{"path": [a]} for a in sorted(ASSETS)],
+            },
             "mode": "default",
             "runConfigData": {"execution": {"config": {"in_process": {}}}},
             "executionMetadata": {"tags": [{"key": "ragpipe/trigger", "value": "test_dagster_dev"}]},
@@ -411,9 +428,11 @@ def test_dagster_dev_over_graphql(tmp_path: Path) -> None:
     # the whole process tree is gone: dagster dev, webserver, daemon, code servers, run workers
     assert dev.left_after_stop == [], f"processes left after stop: {dev.left_after_stop}"
     assert dev.proc.returncode is not None
-    print(f"\nseed {seed_s:.0f} s; dagster dev answered after {up_s:.1f} s; our run succeeded {run_s:.0f} s after the "
-          f"test started; verdicts {counts}; checks {by_check}; other runs: {others or 'none'}; stopped in "
-          f"{dev.stop_s:.1f} s{' (SIGKILL needed)' if dev.needed_sigkill else ' by SIGTERM'}")
+    print(
+        f"\nseed {seed_s:.0f} s; dagster dev answered after {up_s:.1f} s; our run succeeded {run_s:.0f} s after the "
+        f"test started; verdicts {counts}; checks {by_check}; other runs: {others or 'none'}; stopped in "
+        f"{dev.stop_s:.1f} s{' (SIGKILL needed)' if dev.needed_sigkill else ' by SIGTERM'}"
+    )
 
 
 @pytest.mark.timeout(900)
@@ -428,8 +447,11 @@ def test_a_deleted_anchor_document_under_the_running_daemon(tmp_path: Path) -> N
     with open(p.settings_file, "a", encoding="utf-8") as fh:
         fh.write("\n[automation]\ncorpus_sensor_interval_s = 5\n")
     gone = "reports/q3-2023.md"
-    hit = {json.loads(x)["question_id"] for x in p.golden.read_text().splitlines()
-           if (json.loads(x).get("trap_source") or json.loads(x).get("evidence_source")) == gone}
+    hit = {
+        json.loads(x)["question_id"]
+        for x in p.golden.read_text().splitlines()
+        if (json.loads(x).get("trap_source") or json.loads(x).get("evidence_source")) == gone
+    }
     assert hit
     home = tmp_path / "dagster_home"
     write_instance(home)
@@ -441,8 +463,11 @@ def test_a_deleted_anchor_document_under_the_running_daemon(tmp_path: Path) -> N
         wait_for_location(dev, timeout_s=60)
 
         def corpus_runs() -> list[dict[str, Any]]:
-            return [r for r in dev.gql(RUNS)["runsOrError"]["results"]
-                    if {t["key"]: t["value"] for t in r["tags"]}.get("ragpipe/trigger") == "corpus"]
+            return [
+                r
+                for r in dev.gql(RUNS)["runsOrError"]["results"]
+                if {t["key"]: t["value"] for t in r["tags"]}.get("ragpipe/trigger") == "corpus"
+            ]
 
         while not corpus_runs():
             assert time.monotonic() < deadline, f"the corpus sensor launched no run\n{dev.log_tail()}"

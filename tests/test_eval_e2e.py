@@ -7,12 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import Project, make_project
 
 from ragpipe.cli import main
 from ragpipe.golden import load_golden
 from ragpipe.match import is_refusal
 
-from conftest import Project, make_project
+pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.model]
 
 
 def ci(p: Project, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str]:
@@ -54,7 +55,18 @@ def latest(p: Project) -> dict[str, dict]:
         "SELECT v.question_id, v.kind, v.verdict, v.reason, v.anchor_retrieved, v.refused, v.took_trap, v.unverified, "
         "a.answer, a.error FROM latest_verdicts v JOIN answers a USING (eval_run_id, question_id)"
     )
-    keys = ("question_id", "kind", "verdict", "reason", "anchor_retrieved", "refused", "took_trap", "unverified", "answer", "error")
+    keys = (
+        "question_id",
+        "kind",
+        "verdict",
+        "reason",
+        "anchor_retrieved",
+        "refused",
+        "took_trap",
+        "unverified",
+        "answer",
+        "error",
+    )
     return {r[0]: dict(zip(keys, r)) for r in rows}
 
 
@@ -64,7 +76,9 @@ def test_default_settings_every_trap_retrieved_and_verdicts_follow_answers(proj:
     assert set(v) == {t.question_id for t in golden.tests}
     negatives = [r for r in v.values() if r["kind"] == "negative"]
     assert len(negatives) >= 10
-    assert all(r["anchor_retrieved"] for r in negatives), [r["question_id"] for r in negatives if not r["anchor_retrieved"]]
+    assert all(r["anchor_retrieved"] for r in negatives), [
+        r["question_id"] for r in negatives if not r["anchor_retrieved"]
+    ]
     phrases = proj.settings().answerer.refusal_phrases
     for r in v.values():
         assert r["refused"] == is_refusal(r["answer"], phrases)
@@ -80,7 +94,9 @@ def test_default_settings_every_trap_retrieved_and_verdicts_follow_answers(proj:
     assert not any(r["unverified"] for r in v.values() if r["anchor_retrieved"])
 
 
-def test_ci_summary_sections_exit_code_and_reports(proj: Project, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_ci_summary_sections_exit_code_and_reports(
+    proj: Project, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     junit, md = tmp_path / "junit.xml", tmp_path / "summary.md"
     code, out = ci(proj, capsys, "--junit", str(junit), "--markdown", str(md))
     v = latest(proj)
@@ -134,8 +150,11 @@ def test_embedder_swap_marks_all_unverified_and_revalidate_redates_only_those_th
     assert tag.startswith("minilm-static-")
     for qid, r in v.items():
         if r["verdict"] in ("pass", "fail"):
-            assert after[qid].embedder_tag == tag and after[qid].last_validated != before[qid].last_validated or \
-                after[qid].last_validated is not None
+            assert (
+                after[qid].embedder_tag == tag
+                and after[qid].last_validated != before[qid].last_validated
+                or after[qid].last_validated is not None
+            )
             assert after[qid].embedder_tag == tag
         else:
             assert after[qid].embedder_tag == before[qid].embedder_tag
@@ -143,10 +162,14 @@ def test_embedder_swap_marks_all_unverified_and_revalidate_redates_only_those_th
     # re-running picks the edited file up: only the tests that did not run stay unverified
     ci(proj, capsys)
     v2 = latest(proj)
-    assert {q for q, r in v2.items() if r["unverified"]} == {q for q, r in v.items() if r["verdict"] not in ("pass", "fail")}
+    assert {q for q, r in v2.items() if r["unverified"]} == {
+        q for q, r in v.items() if r["verdict"] not in ("pass", "fail")
+    }
 
 
-def test_rechunking_moves_stamps_and_restamp_write_rewrites_ids(proj: Project, capsys: pytest.CaptureFixture[str]) -> None:
+def test_rechunking_moves_stamps_and_restamp_write_rewrites_ids(
+    proj: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
     original = proj.golden.read_text()
     before = {t.question_id: t for t in load_golden(proj.golden).tests}
     proj.configure(max_characters=260, new_after=200)
@@ -165,7 +188,10 @@ def test_rechunking_moves_stamps_and_restamp_write_rewrites_ids(proj: Project, c
     text = proj.golden.read_text()
     after = {t.question_id: t for t in load_golden(proj.golden).tests}
     assert list(after) == list(before)  # order kept
-    stamped = {r[0]: list(r[1]) for r in proj.sql("SELECT question_id, new_ids FROM latest_stamps WHERE chunker_tag = ?", [tag])}
+    stamped = {
+        r[0]: list(r[1])
+        for r in proj.sql("SELECT question_id, new_ids FROM latest_stamps WHERE chunker_tag = ?", [tag])
+    }
     for qid, t in after.items():
         assert t.anchor_ids == stamped[qid]
         if statuses[qid] == "split":
@@ -187,7 +213,9 @@ def test_rechunking_moves_stamps_and_restamp_write_rewrites_ids(proj: Project, c
             assert v[q]["verdict"] == "did_not_run"
 
 
-def test_sentence_packing_end_to_end_fewer_chunks_and_every_stamp_found(proj: Project, capsys: pytest.CaptureFixture[str]) -> None:
+def test_sentence_packing_end_to_end_fewer_chunks_and_every_stamp_found(
+    proj: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
     """strategy "sentences" through the real pipeline: fuller chunks (fewer embeddings), every trap still stamped."""
     ci(proj, capsys)
     by_title = proj.sql("SELECT count(*) FROM chunks WHERE chunker_tag = ?", [proj.settings().chunker_tag])[0][0]
@@ -212,9 +240,9 @@ def test_broken_golden_set_fails_with_every_problem(proj: Project, capsys: pytes
     proj.golden.write_text("\n".join(lines) + "\n")
     code = main(["--settings", str(proj.settings_file), "golden", "validate"])
     err = capsys.readouterr().err
-    assert code == 1
+    assert code == 2  # a golden set file error: fix the file
     assert f"{proj.golden}:2 [neg_01] field 'question_id': duplicate" in err
     assert f"{proj.golden}:4" in err and "malformed JSON" in err
     assert f"{proj.golden}:6" in err and "last_validated" in err
     code, out = ci(proj, capsys)
-    assert code == 1
+    assert code == 2

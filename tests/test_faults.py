@@ -15,14 +15,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import Project
+from faultkit import OpenAIServer, copy_project, driver, evaluated_base, python_env, ragpipe_cli, run_driver
 
 from ragpipe import store
 from ragpipe.store import table_name
 
-from conftest import Project
-from faultkit import OpenAIServer, copy_project, driver, evaluated_base, python_env, ragpipe_cli, run_driver
+pytestmark = [pytest.mark.slow, pytest.mark.dagster]
 
-RAW_LOCK_ERRORS = ("Could not set lock", "Conflicting lock", "IOException", "IO Error", "database is locked", "Traceback")
+RAW_LOCK_ERRORS = (
+    "Could not set lock",
+    "Conflicting lock",
+    "IOException",
+    "IO Error",
+    "database is locked",
+    "Traceback",
+)
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +124,9 @@ def test_sigkill_in_the_middle_of_embedding(base: Path, tmp_path: Path) -> None:
     run = driver(killed.settings_file, ["embeddings"], "kill-2", pause=r"^vectors for ")
     run.wait_for(r"^PAUSED$", 600)
     assert run.sigkill() == -9
-    current = {r[0] for r in killed.sql("SELECT chunk_id FROM chunks WHERE chunker_tag = ?", [killed.settings().chunker_tag])}
+    current = {
+        r[0] for r in killed.sql("SELECT chunk_id FROM chunks WHERE chunker_tag = ?", [killed.settings().chunker_tag])
+    }
     assert {r["chunk_id"] for r in lance_rows(killed, tag)} == current
     mirrored = {r[0] for r in killed.sql("SELECT chunk_id FROM embeddings WHERE embedder_tag = ?", [tag])}
     # the mirror is all old (LanceDB and DuckDB disagree after the crash) or, had kill 1 landed after it, all new
@@ -156,7 +166,9 @@ def test_sigkill_while_answering_then_the_next_ci_completes(base: Path, tmp_path
         assert latest[0] != judged_before and latest[1] is None  # retrieved, never judged
         assert p.sql("SELECT count(*) FROM verdicts WHERE eval_run_id = ?", [latest[0]]) == [(0,)]
         assert p.sql("SELECT count(*) FROM answers WHERE eval_run_id = ?", [latest[0]]) == [(0,)]
-        assert p.sql("SELECT eval_run_id FROM latest_eval_run")[0][0] == judged_before  # reports still the last complete
+        assert (
+            p.sql("SELECT eval_run_id FROM latest_eval_run")[0][0] == judged_before
+        )  # reports still the last complete
 
         code, out = ragpipe_cli(p.root, "ci", env=env).finish(600)
     assert code in (0, 1) and "GATE:" in out, out[-4000:]
@@ -209,14 +221,20 @@ def test_two_ci_processes_at_once(base: Path, tmp_path: Path) -> None:
     assert len(observations) == 2 and 1 <= len(graph_runs) <= 2, steps
     # They really ran at the same time: a step of one process's runs overlapped a step of the other's (the waiting
     # step spans the other's writes). Runs of the same process never overlap, so any overlap is across processes.
-    overlaps = [(k1, k2) for k1, (s1, e1) in spans.items() for k2, (s2, e2) in spans.items()
-                if k1[0] < k2[0] and s1 < e2 and s2 < e1]
+    overlaps = [
+        (k1, k2)
+        for k1, (s1, e1) in spans.items()
+        for k2, (s2, e2) in spans.items()
+        if k1[0] < k2[0] and s1 < e2 and s2 < e1
+    ]
     assert overlaps, spans
 
 
 def test_endpoint_dies_part_way_and_a_429_storm(base: Path, tmp_path: Path) -> None:
     p = copy_project(base, tmp_path / "proj")
-    retrieved = [r[0] for r in p.sql("SELECT question_id FROM latest_verdicts WHERE anchor_retrieved ORDER BY question_id")]
+    retrieved = [
+        r[0] for r in p.sql("SELECT question_id FROM latest_verdicts WHERE anchor_retrieved ORDER BY question_id")
+    ]
     storm = retrieved[:5]  # answered first (questions go in id order): 429 on every attempt
     mark_questions(p, {q: "[[429]]" for q in storm} | {q: "[[slowbody]]" for q in latest_verdicts(p) if q not in storm})
     with OpenAIServer(slow_s=0.25) as server:
@@ -229,9 +247,13 @@ def test_endpoint_dies_part_way_and_a_429_storm(base: Path, tmp_path: Path) -> N
     assert code == 1, out[-4000:]  # only errors block here: the gate fails because of them
     assert "GATE: BLOCKED" in out and "\nERROR (" in out, out[-4000:]
     assert "Traceback" not in out
-    rows = {r[0]: r[1:] for r in p.sql(
-        "SELECT v.question_id, v.verdict, v.reason, v.anchor_retrieved, a.error FROM latest_verdicts v "
-        "JOIN answers a USING (eval_run_id, question_id)")}
+    rows = {
+        r[0]: r[1:]
+        for r in p.sql(
+            "SELECT v.question_id, v.verdict, v.reason, v.anchor_retrieved, a.error FROM latest_verdicts v "
+            "JOIN answers a USING (eval_run_id, question_id)"
+        )
+    }
     for q in storm:
         verdict, reason, anchor_retrieved, error = rows[q]
         assert error and error.startswith("HTTP 429 from") and "after 3 attempt(s)" in error, error

@@ -23,28 +23,43 @@ def _problems(path: Path) -> tuple[GoldenSetError, set[tuple[int, str | None, st
     return exc, {(p.line, p.field, p.question_id) for p in exc.problems}
 
 
-NEG = {"question_id": "n1", "question": "Q3 2022 revenue?", "expected_answer": "not in documents", "trap_chunk_id": "ch_a"}
-POS = {"question_id": "p1", "question": "Q3 2023 revenue?", "expected_answer": "$48.7 million", "evidence_chunk_id": "ch_b"}
+NEG = {
+    "question_id": "n1",
+    "question": "Q3 2022 revenue?",
+    "expected_answer": "not in documents",
+    "trap_chunk_id": "ch_a",
+}
+POS = {
+    "question_id": "p1",
+    "question": "Q3 2023 revenue?",
+    "expected_answer": "$48.7 million",
+    "evidence_chunk_id": "ch_b",
+}
 
 
 # --------------------------------------------------------------------------------------------- every problem at once
 
-DAMAGED_JSONL = "\n".join(
-    [
-        json.dumps(NEG),  # 1 fine
-        '{"question_id": "broken", "question": "x", "expected_answer": "y"',  # 2 malformed JSON
-        json.dumps({"question_id": "q_noq", "expected_answer": "42", "evidence_chunk_id": "c"}),  # 3 no question
-        json.dumps(POS),  # 4 fine
-        "",  # 5 blank: skipped, but still counts as a line
-        json.dumps({**POS, "question": "again"}),  # 6 duplicate of line 4
-        json.dumps({**POS, "question_id": "p_date", "last_validated": "2024-13-45"}),  # 7 bad date
-        json.dumps({"question_id": "n_bare", "question": "q", "expected_answer": "not in documents"}),  # 8 no anchor
-        '["not", "an", "object"]',  # 9 not an object
-        json.dumps({**POS, "question_id": "p_kind", "kind": "neutral"}),  # 10 bad kind
-        "// a comment line is allowed",  # 11
-        json.dumps({**NEG, "question_id": "n2"}),  # 12 fine
-    ]
-) + "\n"
+DAMAGED_JSONL = (
+    "\n".join(
+        [
+            json.dumps(NEG),  # 1 fine
+            '{"question_id": "broken", "question": "x", "expected_answer": "y"',  # 2 malformed JSON
+            json.dumps({"question_id": "q_noq", "expected_answer": "42", "evidence_chunk_id": "c"}),  # 3 no question
+            json.dumps(POS),  # 4 fine
+            "",  # 5 blank: skipped, but still counts as a line
+            json.dumps({**POS, "question": "again"}),  # 6 duplicate of line 4
+            json.dumps({**POS, "question_id": "p_date", "last_validated": "2024-13-45"}),  # 7 bad date
+            json.dumps(
+                {"question_id": "n_bare", "question": "q", "expected_answer": "not in documents"}
+            ),  # 8 no anchor
+            '["not", "an", "object"]',  # 9 not an object
+            json.dumps({**POS, "question_id": "p_kind", "kind": "neutral"}),  # 10 bad kind
+            "// a comment line is allowed",  # 11
+            json.dumps({**NEG, "question_id": "n2"}),  # 12 fine
+        ]
+    )
+    + "\n"
+)
 
 
 def test_jsonl_every_problem_with_line_and_field(tmp_path: Path) -> None:
@@ -147,8 +162,13 @@ def test_wrongly_typed_fields_are_problems_not_crashes(tmp_path: Path) -> None:
         {**POS, "evidence_source": 3, "evidence_quote": "x"},
     ]
     _, got = _problems(_write(tmp_path, "g.jsonl", "".join(json.dumps(o) + "\n" for o in objs)))
-    assert got == {(1, "trap_source", "n1"), (2, "trap_quote", "n2"), (3, "trap_chunk_id", "n3"), (4, "trap_value", "n4"),
-                   (5, "evidence_source", "p1")}
+    assert got == {
+        (1, "trap_source", "n1"),
+        (2, "trap_quote", "n2"),
+        (3, "trap_chunk_id", "n3"),
+        (4, "trap_value", "n4"),
+        (5, "evidence_source", "p1"),
+    }
 
 
 def test_missing_file_is_a_golden_set_error(tmp_path: Path) -> None:
@@ -174,11 +194,22 @@ def test_unicode_line_separator_inside_a_string_is_not_a_line_break(tmp_path: Pa
 
 @pytest.mark.parametrize(
     ("expected", "kind"),
-    [("not in documents", "negative"), ("Not in the documents.", "negative"), ("I don\u2019t know", "negative"),
-     ("$48.7 million", "positive"), ("Acme Corp", "positive")],
+    [
+        ("not in documents", "negative"),
+        ("Not in the documents.", "negative"),
+        ("I don\u2019t know", "negative"),
+        ("$48.7 million", "positive"),
+        ("Acme Corp", "positive"),
+    ],
 )
 def test_kind_is_inferred_from_the_expected_answer(tmp_path: Path, expected: str, kind: str) -> None:
-    obj = {"question_id": "t", "question": "q", "expected_answer": expected, "trap_chunk_id": "ch_t", "evidence_chunk_id": "ch_e"}
+    obj = {
+        "question_id": "t",
+        "question": "q",
+        "expected_answer": expected,
+        "trap_chunk_id": "ch_t",
+        "evidence_chunk_id": "ch_e",
+    }
     t = load_golden(_write(tmp_path, "g.jsonl", json.dumps(obj) + "\n")).tests[0]
     assert t.kind == kind
     assert t.anchor_ids == (["ch_t"] if kind == "negative" else ["ch_e"])
@@ -186,7 +217,13 @@ def test_kind_is_inferred_from_the_expected_answer(tmp_path: Path, expected: str
 
 
 def test_explicit_kind_wins_and_inferred_positive_needs_evidence(tmp_path: Path) -> None:
-    obj = {"question_id": "t", "question": "q", "expected_answer": "not in documents", "kind": "positive", "evidence_chunk_id": "e"}
+    obj = {
+        "question_id": "t",
+        "question": "q",
+        "expected_answer": "not in documents",
+        "kind": "positive",
+        "evidence_chunk_id": "e",
+    }
     assert load_golden(_write(tmp_path, "a.jsonl", json.dumps(obj) + "\n")).tests[0].kind == "positive"
     obj = {"question_id": "t", "question": "q", "expected_answer": "42", "trap_chunk_id": "ch_t"}
     _, got = _problems(_write(tmp_path, "b.jsonl", json.dumps(obj) + "\n"))
@@ -195,14 +232,31 @@ def test_explicit_kind_wins_and_inferred_positive_needs_evidence(tmp_path: Path)
 
 def test_old_style_file_with_ids_but_no_quotes_loads(tmp_path: Path) -> None:
     lines = [
-        {"question_id": "neg_01", "question": "Q3 2022?", "expected_answer": "not in documents", "trap_chunk_id": "ch_fdf07fc6472ed936",
-         "embedder_tag": "minilm-bcfe46d6", "last_validated": "2026-11-29"},
-        {"question_id": "pos_01", "question": "Q3 2023?", "expected_answer": "$48.7 million", "evidence_chunk_id": ["ch_1", "ch_2"]},
+        {
+            "question_id": "neg_01",
+            "question": "Q3 2022?",
+            "expected_answer": "not in documents",
+            "trap_chunk_id": "ch_fdf07fc6472ed936",
+            "embedder_tag": "minilm-bcfe46d6",
+            "last_validated": "2026-11-29",
+        },
+        {
+            "question_id": "pos_01",
+            "question": "Q3 2023?",
+            "expected_answer": "$48.7 million",
+            "evidence_chunk_id": ["ch_1", "ch_2"],
+        },
     ]
     g = load_golden(_write(tmp_path, "g.jsonl", "".join(json.dumps(o) + "\n" for o in lines)))
     assert g.format == "jsonl"
     neg, pos = g.tests
-    assert (neg.kind, neg.anchor_ids, neg.quote, neg.source, neg.trap_value) == ("negative", ["ch_fdf07fc6472ed936"], None, None, None)
+    assert (neg.kind, neg.anchor_ids, neg.quote, neg.source, neg.trap_value) == (
+        "negative",
+        ["ch_fdf07fc6472ed936"],
+        None,
+        None,
+        None,
+    )
     assert (neg.embedder_tag, neg.last_validated, neg.line) == ("minilm-bcfe46d6", "2026-11-29", 1)
     assert (pos.kind, pos.anchor_ids, pos.quote, pos.line) == ("positive", ["ch_1", "ch_2"], None, 2)
     assert check_quotes(g, {"reports/q3.md": "anything"}) == []
@@ -224,17 +278,40 @@ def test_check_quotes_reports_each_bad_quote_with_line_and_field(tmp_path: Path)
         # 2: quote not in its source
         {**POS, "evidence_quote": "Revenue was $50 million.", "evidence_source": "reports/q3-2023.md"},
         # 3: unknown source document
-        {**NEG, "question_id": "n3", "trap_quote": QUOTE, "trap_source": "reports/q9-2023.md", "trap_value": "$48.7 million"},
+        {
+            **NEG,
+            "question_id": "n3",
+            "trap_quote": QUOTE,
+            "trap_source": "reports/q9-2023.md",
+            "trap_value": "$48.7 million",
+        },
         # 4: trap_value not inside trap_quote
-        {**NEG, "question_id": "n4", "trap_quote": QUOTE, "trap_source": "reports/q3-2023.md", "trap_value": "$51.2 million"},
+        {
+            **NEG,
+            "question_id": "n4",
+            "trap_quote": QUOTE,
+            "trap_source": "reports/q3-2023.md",
+            "trap_value": "$51.2 million",
+        },
         # 5: no source, found in some document (whitespace differs)
         {**POS, "question_id": "p5", "evidence_quote": "claim up to $75 per\nday"},
         # 6: no source, nowhere in the corpus
         {**POS, "question_id": "p6", "evidence_quote": "claim up to $90 per day"},
         # 7: the quote is in another document than the one named
-        {**POS, "question_id": "p7", "evidence_quote": "claim up to $75 per day", "evidence_source": "reports/q3-2023.md"},
+        {
+            **POS,
+            "question_id": "p7",
+            "evidence_quote": "claim up to $75 per day",
+            "evidence_source": "reports/q3-2023.md",
+        },
         # 8: trap_value written with other whitespace still counts as inside the quote
-        {**NEG, "question_id": "n8", "trap_quote": QUOTE, "trap_source": "reports/q3-2023.md", "trap_value": "$48.7\n million"},
+        {
+            **NEG,
+            "question_id": "n8",
+            "trap_quote": QUOTE,
+            "trap_source": "reports/q3-2023.md",
+            "trap_value": "$48.7\n million",
+        },
     ]
     g = load_golden(_write(tmp_path, "g.jsonl", "".join(json.dumps(o) + "\n" for o in objs)))
     problems = check_quotes(g, DOCS)
@@ -257,25 +334,33 @@ def test_check_quotes_reports_each_bad_quote_with_line_and_field(tmp_path: Path)
 
 def test_rewrite_jsonl_touches_only_the_named_values(tmp_path: Path) -> None:
     lines = [
-        '// golden set, hand-kept',
+        "// golden set, hand-kept",
         '{"question_id":"n1","trap_chunk_id":"ch_same","question":"What is \\"trap_chunk_id\\": \\"ch_same\\"?","expected_answer":"not in documents"}',
         '{ "question_id" : "n2",  "question": "q2", "expected_answer": "not in documents",   "trap_chunk_id" :  "ch_same", "embedder_tag": "old-1" }',
-        '',
+        "",
         '{"question_id": "p1", "question": "q3", "expected_answer": "42", "evidence_chunk_id": ["a", "b"], "last_validated": "2024-01-01"}',
     ]
     original = "\n".join(lines) + "\n"
     g = load_golden(_write(tmp_path, "g.jsonl", original))
-    out = rewrite_fields(g, {
-        "n2": {"trap_chunk_id": ["ch_x", "ch_y"], "embedder_tag": "new-2"},
-        "p1": {"evidence_chunk_id": "ch_z", "last_validated": "2026-01-02"},
-    })
-    expected = "\n".join([
-        lines[0],
-        lines[1],
-        '{ "question_id" : "n2",  "question": "q2", "expected_answer": "not in documents",   "trap_chunk_id" :  ["ch_x", "ch_y"], "embedder_tag": "new-2" }',
-        '',
-        '{"question_id": "p1", "question": "q3", "expected_answer": "42", "evidence_chunk_id": "ch_z", "last_validated": "2026-01-02"}',
-    ]) + "\n"
+    out = rewrite_fields(
+        g,
+        {
+            "n2": {"trap_chunk_id": ["ch_x", "ch_y"], "embedder_tag": "new-2"},
+            "p1": {"evidence_chunk_id": "ch_z", "last_validated": "2026-01-02"},
+        },
+    )
+    expected = (
+        "\n".join(
+            [
+                lines[0],
+                lines[1],
+                '{ "question_id" : "n2",  "question": "q2", "expected_answer": "not in documents",   "trap_chunk_id" :  ["ch_x", "ch_y"], "embedder_tag": "new-2" }',
+                "",
+                '{"question_id": "p1", "question": "q3", "expected_answer": "42", "evidence_chunk_id": "ch_z", "last_validated": "2026-01-02"}',
+            ]
+        )
+        + "\n"
+    )
     assert out == expected
     assert g.text == original  # the loaded file is not mutated
     assert rewrite_fields(g, {}) == original
@@ -285,8 +370,10 @@ def test_rewrite_adds_a_missing_field_in_the_objects_layout(tmp_path: Path) -> N
     original = '{"question_id": "n1", "question": "q", "expected_answer": "not in documents", "trap_chunk_id": "c1"}\n'
     g = load_golden(_write(tmp_path, "g.jsonl", original))
     out = rewrite_fields(g, {"n1": {"embedder_tag": "m-1", "last_validated": "2026-05-01"}})
-    assert out == ('{"question_id": "n1", "question": "q", "expected_answer": "not in documents", "trap_chunk_id": "c1", '
-                   '"embedder_tag": "m-1", "last_validated": "2026-05-01"}\n')
+    assert out == (
+        '{"question_id": "n1", "question": "q", "expected_answer": "not in documents", "trap_chunk_id": "c1", '
+        '"embedder_tag": "m-1", "last_validated": "2026-05-01"}\n'
+    )
 
 
 PRETTY = """[
@@ -316,11 +403,16 @@ def test_rewrite_pretty_printed_array_keeps_indentation(tmp_path: Path) -> None:
     path = _write(tmp_path, "golden.json", PRETTY)
     g = load_golden(path)
     assert g.format == "json"
-    out = rewrite_fields(g, {
-        "n1": {"trap_chunk_id": ["ch_1", "ch_2"], "embedder_tag": "minilm-1", "last_validated": "2026-01-02"},
-        "p1": {"evidence_chunk_id": "ch_c", "embedder_tag": "minilm-1"},
-    })
-    assert out == """[
+    out = rewrite_fields(
+        g,
+        {
+            "n1": {"trap_chunk_id": ["ch_1", "ch_2"], "embedder_tag": "minilm-1", "last_validated": "2026-01-02"},
+            "p1": {"evidence_chunk_id": "ch_c", "embedder_tag": "minilm-1"},
+        },
+    )
+    assert (
+        out
+        == """[
     {
         "question_id": "n1",
         "question": "What was revenue in Q3 2022?",
@@ -340,10 +432,16 @@ def test_rewrite_pretty_printed_array_keeps_indentation(tmp_path: Path) -> None:
     }
 ]
 """
+    )
     path.write_text(out, encoding="utf-8")
     again = load_golden(path)
     n1, p1 = again.tests
-    assert (n1.anchor_ids, n1.embedder_tag, n1.last_validated, n1.line) == (["ch_1", "ch_2"], "minilm-1", "2026-01-02", 2)
+    assert (n1.anchor_ids, n1.embedder_tag, n1.last_validated, n1.line) == (
+        ["ch_1", "ch_2"],
+        "minilm-1",
+        "2026-01-02",
+        2,
+    )
     assert n1.raw["trap_chunk_id"] == ["ch_1", "ch_2"]
     assert (p1.anchor_ids, p1.embedder_tag, p1.line) == (["ch_c"], "minilm-1", 12)
     assert n1.quote == "Halvorsen Robotics reported revenue of $48.7 million"
@@ -356,7 +454,9 @@ def test_rewrite_round_trip_jsonl_reload(tmp_path: Path) -> None:
     updates = {"n1": {"trap_chunk_id": "ch_new_long_id"}, "n3": {"trap_chunk_id": ["s1", "s2"], "embedder_tag": "e"}}
     path.write_text(rewrite_fields(g, updates), encoding="utf-8")
     again = {t.question_id: t for t in load_golden(path).tests}
-    assert again["n0"].anchor_ids == ["ch_0"] and again["n2"].anchor_ids == ["ch_2"] and again["n4"].anchor_ids == ["ch_4"]
+    assert (
+        again["n0"].anchor_ids == ["ch_0"] and again["n2"].anchor_ids == ["ch_2"] and again["n4"].anchor_ids == ["ch_4"]
+    )
     assert again["n1"].anchor_ids == ["ch_new_long_id"]
     assert again["n3"].anchor_ids == ["s1", "s2"] and again["n3"].embedder_tag == "e"
     assert [t.line for t in again.values()] == [1, 2, 3, 4, 5]

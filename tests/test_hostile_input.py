@@ -15,13 +15,17 @@ import zlib
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from conftest import EXAMPLES, Project, make_project
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from ragpipe.chunk import chunk_document, run_chunker
-from ragpipe.parse import ELEMENT_SEPARATOR, element_offsets, failed_under_lower_limits
+from ragpipe.parse import ELEMENT_SEPARATOR, element_offsets
+from ragpipe.parse_pool import failed_under_lower_limits
 from ragpipe.settings import ChunkerSettings
 
-from conftest import EXAMPLES, Project, make_project
+pytestmark = [pytest.mark.slow, pytest.mark.dagster]
 
 TIMEOUT_S = 20
 MEMORY_MB = 512
@@ -59,8 +63,10 @@ def zip_bomb_docx(path: Path, gib: int = 2) -> None:
     for _ in range(n):
         crc = zlib.crc32(zeros, crc)
     crc = zlib.crc32(tail, crc)
-    members = [(name, zlib.crc32(data), len(data), [zlib.compress(data, 9)[2:-4]])
-               for name, data in (("[Content_Types].xml", DOCX_TYPES.encode()), ("_rels/.rels", DOCX_RELS.encode()))]
+    members = [
+        (name, zlib.crc32(data), len(data), [zlib.compress(data, 9)[2:-4]])
+        for name, data in (("[Content_Types].xml", DOCX_TYPES.encode()), ("_rels/.rels", DOCX_RELS.encode()))
+    ]
     members.append(("word/document.xml", crc, len(head) + n * len(zeros) + len(tail), [first, *[block] * n, last]))
     central, offset = b"", 0
     with open(path, "wb") as fh:
@@ -70,9 +76,17 @@ def zip_bomb_docx(path: Path, gib: int = 2) -> None:
             fh.write(b"PK\x03\x04" + fields + b"\x00\x00" + name.encode())
             for part in parts:
                 fh.write(part)
-            central += b"PK\x01\x02" + struct.pack("<H", 20) + fields + struct.pack("<HHHHII", 0, 0, 0, 0, 0, offset) + name.encode()
+            central += (
+                b"PK\x01\x02"
+                + struct.pack("<H", 20)
+                + fields
+                + struct.pack("<HHHHII", 0, 0, 0, 0, 0, offset)
+                + name.encode()
+            )
             offset = fh.tell()
-        fh.write(central + b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, len(members), len(members), len(central), offset, 0))
+        fh.write(
+            central + b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, len(members), len(members), len(central), offset, 0)
+        )
 
 
 def laughs(levels: int = 9) -> str:
@@ -85,9 +99,12 @@ def laughs_docx(path: Path) -> None:
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
         z.writestr("[Content_Types].xml", DOCX_TYPES)
         z.writestr("_rels/.rels", DOCX_RELS)
-        z.writestr("word/document.xml", f'<?xml version="1.0"?>\n{laughs()}\n<w:document {W_NS}><w:body>'
-                   '<w:p><w:r><w:t>&lol9;</w:t></w:r></w:p><w:p><w:r><w:t>Entities stay unexpanded.</w:t></w:r></w:p>'
-                   '</w:body></w:document>')
+        z.writestr(
+            "word/document.xml",
+            f'<?xml version="1.0"?>\n{laughs()}\n<w:document {W_NS}><w:body>'
+            "<w:p><w:r><w:t>&lol9;</w:t></w:r></w:p><w:p><w:r><w:t>Entities stay unexpanded.</w:t></w:r></w:p>"
+            "</w:body></w:document>",
+        )
 
 
 def million_page_pdf(path: Path) -> None:
@@ -126,10 +143,24 @@ GOOD = {
     "zz-good/plain.html": "<html><body><h1>Good HTML</h1><p>An ordinary paragraph of HTML text.</p></body></html>",
 }
 # Each hostile file: either ingested safely or exactly one clear ingest_errors row.
-HOSTILE = ["bomb.docx", "laughs.docx", "laughs.html", "nested.html", "million.pdf", "huge.txt",
-           "bad\x07name\x1b.md", "new\nline.md", "loop-a.md", "loop-b.md"]
-MUST_FAIL = {"bomb.docx": ("ParseMemoryLimit",), "huge.txt": ("ParseTimeout", "ParseMemoryLimit"),
-             "loop-a.md": ("BrokenSymlink",), "loop-b.md": ("BrokenSymlink",)}
+HOSTILE = [
+    "bomb.docx",
+    "laughs.docx",
+    "laughs.html",
+    "nested.html",
+    "million.pdf",
+    "huge.txt",
+    "bad\x07name\x1b.md",
+    "new\nline.md",
+    "loop-a.md",
+    "loop-b.md",
+]
+MUST_FAIL = {
+    "bomb.docx": ("ParseMemoryLimit",),
+    "huge.txt": ("ParseTimeout", "ParseMemoryLimit"),
+    "loop-a.md": ("BrokenSymlink",),
+    "loop-b.md": ("BrokenSymlink",),
+}
 
 
 def build_corpus(corpus: Path) -> list[str]:
@@ -137,11 +168,18 @@ def build_corpus(corpus: Path) -> list[str]:
     corpus.mkdir()
     zip_bomb_docx(corpus / "bomb.docx")
     laughs_docx(corpus / "laughs.docx")
-    (corpus / "laughs.html").write_text(f'<?xml version="1.0"?>\n{laughs()}\n<html><body><p>&lol9;</p>'
-                                        "<p>Some real text after the entities.</p></body></html>\n")
+    (corpus / "laughs.html").write_text(
+        f'<?xml version="1.0"?>\n{laughs()}\n<html><body><p>&lol9;</p>'
+        "<p>Some real text after the entities.</p></body></html>\n"
+    )
     n = 100_000
-    (corpus / "nested.html").write_text("<html><body>" + "<div>" * n + "deep text" + "</div>" * n
-                                        + "<p>After the nest, a normal paragraph.</p></body></html>")
+    (corpus / "nested.html").write_text(
+        "<html><body>"
+        + "<div>" * n
+        + "deep text"
+        + "</div>" * n
+        + "<p>After the nest, a normal paragraph.</p></body></html>"
+    )
     million_page_pdf(corpus / "million.pdf")
     with open(corpus / "huge.txt", "w", encoding="utf-8") as fh:  # 50 MB, not one newline
         word = "lorem ipsum dolor sit amet "
@@ -199,7 +237,7 @@ def test_each_hostile_file_is_ingested_safely_or_one_clear_error(hostile: tuple)
         if name in MUST_FAIL:
             assert rows, f"{name!r} was ingested: {docs.get(name, '')[:200]!r}"
             assert rows[0][1] in MUST_FAIL[name], rows
-        for _, cls, msg in rows:
+        for _, _cls, msg in rows:
             assert msg.startswith(name), msg  # names its file
             assert "Traceback" not in msg and len(msg) < 2000
         if name in docs:  # ingested safely: bounded text, no entity expansion
@@ -248,12 +286,18 @@ TEXT = st.lists(WORDS, min_size=1, max_size=60).map(" ".join).filter(lambda s: s
 KIND = st.sampled_from(["Title", "NarrativeText", "ListItem", "Text"])
 DOC = st.lists(st.tuples(KIND, TEXT, st.integers(min_value=1, max_value=3)), min_size=1, max_size=25)
 CFG = st.builds(
-    lambda mx, after, combine, overlap, strategy: ChunkerSettings(strategy=strategy, max_characters=mx,
-                                                                  new_after_n_chars=min(after, mx),
-                                                                  combine_text_under_n_chars=combine,
-                                                                  overlap=min(overlap, mx // 4)),
-    st.integers(min_value=50, max_value=600), st.integers(min_value=20, max_value=600),
-    st.integers(min_value=0, max_value=300), st.integers(min_value=0, max_value=40), st.sampled_from(["by_title", "basic"]),
+    lambda mx, after, combine, overlap, strategy: ChunkerSettings(
+        strategy=strategy,
+        max_characters=mx,
+        new_after_n_chars=min(after, mx),
+        combine_text_under_n_chars=combine,
+        overlap=min(overlap, mx // 4),
+    ),
+    st.integers(min_value=50, max_value=600),
+    st.integers(min_value=20, max_value=600),
+    st.integers(min_value=0, max_value=300),
+    st.integers(min_value=0, max_value=40),
+    st.sampled_from(["by_title", "basic"]),
 )
 
 
@@ -266,14 +310,16 @@ def make_elements(spec: list[tuple[str, str, int]]) -> list:
 
 @hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=DOC, cfg=CFG)
-def test_chunk_spans_slice_back_and_ids_are_deterministic(spec: list[tuple[str, str, int]], cfg: ChunkerSettings) -> None:
+def test_chunk_spans_slice_back_and_ids_are_deterministic(
+    spec: list[tuple[str, str, int]], cfg: ChunkerSettings
+) -> None:
     elements = make_elements(spec)
     doc_text = ELEMENT_SEPARATOR.join(e.text for e in elements)
     chunks = chunk_document("docs/random.md", doc_text, elements, element_offsets(elements), cfg)
     assert chunks
     for c in chunks:
         assert 0 <= c.start_char < c.end_char <= len(doc_text)
-        assert doc_text[c.start_char:c.end_char] == c.text
+        assert doc_text[c.start_char : c.end_char] == c.text
         assert c.text.strip() == c.text and c.text
     assert [c.seq for c in chunks] == list(range(len(chunks)))
     assert len({c.chunk_id for c in chunks}) == len(chunks)
@@ -288,11 +334,16 @@ def test_chunk_spans_slice_back_and_ids_are_deterministic(spec: list[tuple[str, 
     ]
 
 
-
 @hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(spec=DOC, mx=st.integers(min_value=50, max_value=600), after=st.integers(min_value=20, max_value=600),
-       overlap=st.integers(min_value=0, max_value=60))
-def test_sentence_packing_bounds_covers_and_fills(spec: list[tuple[str, str, int]], mx: int, after: int, overlap: int) -> None:
+@given(
+    spec=DOC,
+    mx=st.integers(min_value=50, max_value=600),
+    after=st.integers(min_value=20, max_value=600),
+    overlap=st.integers(min_value=0, max_value=60),
+)
+def test_sentence_packing_bounds_covers_and_fills(
+    spec: list[tuple[str, str, int]], mx: int, after: int, overlap: int
+) -> None:
     """strategy "sentences": every chunk within max_characters, every non-space character in a chunk, in order; with
     no overlap the chunks are disjoint and a chunk ends only where the next sentence would not have fitted."""
     from ragpipe.chunk import _units
@@ -304,9 +355,9 @@ def test_sentence_packing_bounds_covers_and_fills(spec: list[tuple[str, str, int
     assert chunks
     covered = bytearray(len(doc_text))
     for c in chunks:
-        assert doc_text[c.start_char:c.end_char] == c.text and c.text.strip() == c.text
+        assert doc_text[c.start_char : c.end_char] == c.text and c.text.strip() == c.text
         assert len(c.text) <= mx
-        covered[c.start_char:c.end_char] = b"\x01" * (c.end_char - c.start_char)
+        covered[c.start_char : c.end_char] = b"\x01" * (c.end_char - c.start_char)
     assert all(covered[i] or ch.isspace() for i, ch in enumerate(doc_text))
     starts = [c.start_char for c in chunks]
     assert starts == sorted(starts) and len(set(starts)) == len(starts)
@@ -321,7 +372,8 @@ def test_sentence_packing_bounds_covers_and_fills(spec: list[tuple[str, str, int
 
 def test_a_parse_past_timeout_s_is_stopped_and_its_worker_replaced(hostile: tuple) -> None:
     """The time limit on its own (the stage above may stop huge.txt on either limit, whichever comes first)."""
-    from ragpipe.parse import ParseTimeout, shared_pool
+    from ragpipe.parse import ParseTimeout
+    from ragpipe.parse_pool import shared_pool
 
     p, _, _, _, _ = hostile
     pool = shared_pool()  # the stage's pool, its worker warm

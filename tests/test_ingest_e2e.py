@@ -6,11 +6,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import Project, make_project
 
 from ragpipe import store
 from ragpipe.store import table_name
 
-from conftest import Project, make_project
+pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.model]
 
 INGEST = ["corpus", "documents", "chunks", "embeddings"]
 
@@ -87,8 +88,13 @@ def test_incremental_reembedding(tmp_path: Path) -> None:
     doc = "policies/pto-policy.html"
     before = set(p.sql("SELECT chunk_id FROM chunks WHERE doc_id = ?", [doc]))
     path = p.corpus / doc
-    path.write_text(path.read_text().replace("</body>", "<h2>Carry-over</h2><p>Unused paid time off of up to five "
-                                             "days carries over into the first quarter of the next year.</p></body>"))
+    path.write_text(
+        path.read_text().replace(
+            "</body>",
+            "<h2>Carry-over</h2><p>Unused paid time off of up to five "
+            "days carries over into the first quarter of the next year.</p></body>",
+        )
+    )
     edited = p.materialize(INGEST)
     assert p.metadata(edited, "documents")["parsed_this_run"] == 1
     after = set(p.sql("SELECT chunk_id FROM chunks WHERE doc_id = ?", [doc]))

@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
+from faultkit import OpenAIServer
 
 from ragpipe import judge
 from ragpipe.answer import Answer
@@ -14,7 +15,7 @@ from ragpipe.golden import GoldenTest
 from ragpipe.settings import JudgeSettings, OpenAISettings
 from ragpipe.verdict import decide
 
-from faultkit import OpenAIServer
+pytestmark = [pytest.mark.slow]
 
 KEY_ENV = "RAGPIPE_TEST_JUDGE_KEY"
 # A refusal beside a plainly stated trap value: the one case the rules leave to a judge.
@@ -28,19 +29,43 @@ def server() -> Iterator[OpenAIServer]:
 
 
 def _cfg(server: OpenAIServer) -> JudgeSettings:
-    return JudgeSettings(enabled=True, openai=OpenAISettings(base_url=server.base_url, model="judge-model",
-                                                             api_key_env=KEY_ENV, timeout_s=2.0, max_retries=1))
+    return JudgeSettings(
+        enabled=True,
+        openai=OpenAISettings(
+            base_url=server.base_url, model="judge-model", api_key_env=KEY_ENV, timeout_s=2.0, max_retries=1
+        ),
+    )
 
 
 def _test(reply: str) -> GoldenTest:
     """A negative whose question carries the scripted judge reply (the test server reads it from the prompt)."""
-    return GoldenTest("neg_01", f"What was revenue in Q3 2022? JUDGE-REPLY: {reply}", "not in documents", "negative", 1,
-                      ["ch_trap"], "Revenue was $48.7 million for Q3 2023.", "r.md", "$48.7 million", "t", "2026-01-01")
+    return GoldenTest(
+        "neg_01",
+        f"What was revenue in Q3 2022? JUDGE-REPLY: {reply}",
+        "not in documents",
+        "negative",
+        1,
+        ["ch_trap"],
+        "Revenue was $48.7 million for Q3 2023.",
+        "r.md",
+        "$48.7 million",
+        "t",
+        "2026-01-01",
+    )
 
 
-def _settle(server: OpenAIServer, test: GoldenTest, answer: str, retrieved: list[str] | None = None, error: str | None = None):
-    v = decide(test, ("ch_trap",), "unchanged", ["ch_trap"] if retrieved is None else retrieved,
-               Answer(answer, 0, 0, 0, error=error), (), "t")
+def _settle(
+    server: OpenAIServer, test: GoldenTest, answer: str, retrieved: list[str] | None = None, error: str | None = None
+):
+    v = decide(
+        test,
+        ("ch_trap",),
+        "unchanged",
+        ["ch_trap"] if retrieved is None else retrieved,
+        Answer(answer, 0, 0, 0, error=error),
+        (),
+        "t",
+    )
     ruled = judge.settle(_cfg(server), [(test, v)], {test.question_id: answer})
     return v, ruled.get(test.question_id)
 
@@ -66,8 +91,10 @@ def test_a_scripted_ruling_decides_and_is_kept(server: OpenAIServer, monkeypatch
     assert (verdict.verdict, verdict.took_trap, verdict.matched_by) == ("fail", True, "judge")
 
 
-@pytest.mark.parametrize("reply", ["PASS", "I am not sure.", '{"verdict": "pass or fail"}', '{"verdict": true}',
-                                   '{"reason": "fine"}', '["pass"]'])
+@pytest.mark.parametrize(
+    "reply",
+    ["PASS", "I am not sure.", '{"verdict": "pass or fail"}', '{"verdict": true}', '{"reason": "fine"}', '["pass"]'],
+)
 def test_a_garbage_reply_is_an_error_never_a_pass(server: OpenAIServer, reply: str) -> None:
     _, (verdict, raw) = _settle(server, _test(reply), UNSURE)
     assert verdict.verdict == "error" and verdict.reason.startswith("judge error: unusable reply"), verdict.reason
@@ -93,7 +120,9 @@ def test_did_not_run_and_error_never_reach_the_judge(server: OpenAIServer) -> No
 
 
 def test_an_unreachable_judge_is_an_error() -> None:
-    cfg = JudgeSettings(enabled=True, openai=OpenAISettings(base_url="http://127.0.0.1:9/v1", timeout_s=1.0, max_retries=0))
+    cfg = JudgeSettings(
+        enabled=True, openai=OpenAISettings(base_url="http://127.0.0.1:9/v1", timeout_s=1.0, max_retries=0)
+    )
     ruling = judge.rule(cfg, _test("x"), UNSURE)
     assert ruling.verdict == "error" and "cannot reach" in ruling.reason
 
@@ -107,33 +136,48 @@ def test_the_answer_cannot_close_the_fence() -> None:
     assert judge.parse_reply('Sure! {"verdict": "FAIL", "reason": "x"}') == ("fail", "x")
 
 
-def test_the_judge_in_the_graph_keeps_its_replies_and_shows_in_the_ci_summary(tmp_path_factory: pytest.TempPathFactory,
-                                                                                server: OpenAIServer) -> None:
+def test_the_judge_in_the_graph_keeps_its_replies_and_shows_in_the_ci_summary(
+    tmp_path_factory: pytest.TempPathFactory, server: OpenAIServer
+) -> None:
     """`ragpipe ci` with the openai answerer and a [judge], both on the local server, through the real graph."""
     from faultkit import copy_project, evaluated_base, python_env, ragpipe_cli
 
     p = copy_project(evaluated_base(tmp_path_factory), tmp_path_factory.mktemp("judged") / "proj")
-    negatives = [r[0] for r in p.sql("SELECT question_id FROM latest_verdicts WHERE kind = 'negative' AND anchor_retrieved "
-                                     "ORDER BY question_id")]
+    negatives = [
+        r[0]
+        for r in p.sql(
+            "SELECT question_id FROM latest_verdicts WHERE kind = 'negative' AND anchor_retrieved ORDER BY question_id"
+        )
+    ]
     assert len(negatives) >= 4
-    scripted = {q: ('{"verdict": "pass", "reason": "cites another period"}' if i % 2 == 0 else "no idea")
-                for i, q in enumerate(negatives)}
+    scripted = {
+        q: ('{"verdict": "pass", "reason": "cites another period"}' if i % 2 == 0 else "no idea")
+        for i, q in enumerate(negatives)
+    }
     lines = []
     for line in p.golden.read_text().splitlines():
         t = json.loads(line)
         if t["question_id"] in scripted:
-            t["question"] += f"\nANSWER: The documents do not say. It was {t['trap_value']}.\nJUDGE-REPLY: {scripted[t['question_id']]}"
+            t["question"] += (
+                f"\nANSWER: The documents do not say. It was {t['trap_value']}.\nJUDGE-REPLY: {scripted[t['question_id']]}"
+            )
         lines.append(json.dumps(t))
     p.golden.write_text("\n".join(lines) + "\n")
     p.configure(answerer="openai", base_url=server.base_url)
     with open(p.settings_file, "a") as fh:
-        fh.write(f'\n[judge]\nenabled = true\n\n[judge.openai]\nbase_url = "{server.base_url}"\nmodel = "judge-model"\n'
-                 f'api_key_env = "{KEY_ENV}"\ntimeout_s = 2.0\nmax_retries = 0\n')
+        fh.write(
+            f'\n[judge]\nenabled = true\n\n[judge.openai]\nbase_url = "{server.base_url}"\nmodel = "judge-model"\n'
+            f'api_key_env = "{KEY_ENV}"\ntimeout_s = 2.0\nmax_retries = 0\n'
+        )
     junit = p.root / "report.xml"
     code, out = ragpipe_cli(p.root, "ci", "--junit", str(junit), env=python_env(**{KEY_ENV: "k"})).finish(900)
     assert code in (0, 1) and "GATE:" in out, out[-4000:]
-    rows = {r[0]: r[1:] for r in p.sql(
-        "SELECT question_id, verdict, matched_by, judge_reply, reason, anchor_retrieved FROM latest_verdicts")}
+    rows = {
+        r[0]: r[1:]
+        for r in p.sql(
+            "SELECT question_id, verdict, matched_by, judge_reply, reason, anchor_retrieved FROM latest_verdicts"
+        )
+    }
     judged = [q for q in negatives if rows[q][4]]  # the scripted answer's anchor still retrieved
     passes = [q for q in judged if scripted[q].startswith("{")]
     garbage = [q for q in judged if not scripted[q].startswith("{")]

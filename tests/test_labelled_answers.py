@@ -21,12 +21,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import EXAMPLES, ROOT
 
 from ragpipe.answer import Answer
 from ragpipe.golden import GoldenTest, load_golden
 from ragpipe.verdict import Verdict, decide
-
-from conftest import EXAMPLES, ROOT
 
 FIXTURES = Path(__file__).parent / "fixtures" / "answers"
 SETS = ("bundled_labelled.jsonl", "realdocs_labelled.jsonl", "heldout_labelled.jsonl", "smollm2_labelled.jsonl")
@@ -45,7 +44,9 @@ def labelled(name: str) -> list[dict]:
 
 
 def verdict_of(row: dict, tests: dict[str, GoldenTest] = TESTS) -> Verdict:
-    v = decide(tests[row["question_id"]], ("anchor",), "unchanged", ["anchor"], Answer(row["answer"], 0, 0, 0), (), "tag")
+    v = decide(
+        tests[row["question_id"]], ("anchor",), "unchanged", ["anchor"], Answer(row["answer"], 0, 0, 0), (), "tag"
+    )
     assert v.anchor_retrieved and v.verdict in ("pass", "fail"), v
     return v
 
@@ -81,4 +82,6 @@ def test_answers_to_squad_spans_never_pass_falsely_and_every_false_fail_goes_to_
     assert [r["answer"] for r, v in verdicts if v.verdict == "pass" and r["label"] == "fail"] == []
     false_fails = [(r, v) for r, v in verdicts if v.verdict == "fail" and r["label"] == "pass"]
     assert len(false_fails) <= 0.04 * len(rows), [r["answer"] for r, _ in false_fails]
-    assert all(v.needs_judge for _, v in false_fails), [(r["answer"], v.reason) for r, v in false_fails if not v.needs_judge]
+    assert all(v.needs_judge for _, v in false_fails), [
+        (r["answer"], v.reason) for r, v in false_fails if not v.needs_judge
+    ]

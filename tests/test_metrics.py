@@ -128,7 +128,9 @@ def test_agrees_with_trec_eval_per_query_and_mean(k: int) -> None:
     # means: over our evaluated queries, with trec_eval's per-query values (and 0 for the missing one)
     for name, key in keys.items():
         expected = sum(ref[q][key] if q in ref else 0.0 for q in evaluated) / len(evaluated)
-        got = {"ndcg": M.ndcg_at_k, "recall": M.recall_at_k, "rr": M.mrr}[name](RUN, QRELS, *([k] if name != "rr" else []))
+        got = {"ndcg": M.ndcg_at_k, "recall": M.recall_at_k, "rr": M.mrr}[name](
+            RUN, QRELS, *([k] if name != "rr" else [])
+        )
         assert got == pytest.approx(expected, abs=1e-6), (name, k)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from ragpipe.answer import ExtractiveAnswerer, OpenAIAnswerer
+from ragpipe.answer import ExtractiveAnswerer
 from ragpipe.niah import (
     NEEDLE_TYPES,
     SCHEMAS,
@@ -34,7 +34,9 @@ from ragpipe.niah import (
     source_paragraphs,
     structured_prompt,
 )
-from ragpipe.settings import AnswererSettings, OpenAISettings, SettingsError, load_settings
+from ragpipe.settings import AnswererSettings, SettingsError, load_settings
+
+pytestmark = [pytest.mark.slow, pytest.mark.model]
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "examples" / "corpus"
@@ -65,7 +67,9 @@ def _project(tmp: Path, niah: str, answerer: str = "extractive", base_url: str =
 
 
 # ----------------------------------------------------------------------------------------------- haystacks
-def test_haystack_length_is_counted_with_the_named_tokenizer_and_deterministic(tok: Tokenizer, filler: Haystack) -> None:
+def test_haystack_length_is_counted_with_the_named_tokenizer_and_deterministic(
+    tok: Tokenizer, filler: Haystack
+) -> None:
     assert filler.tokenizer.startswith("minilm-wordpiece")
     assert filler.n_tokens == tok.count(filler.text)
     longest = max(tok.count(s) for p in filler.text.split("\n\n") for s in sentences(p))
@@ -80,7 +84,6 @@ def test_haystack_length_is_counted_with_the_named_tokenizer_and_deterministic(t
 # ----------------------------------------------------------------------------------------------- insertion
 @pytest.mark.parametrize("needle_type", NEEDLE_TYPES)
 def test_insertion_lands_at_the_token_offset(tok: Tokenizer, filler: Haystack, needle_type: str) -> None:
-    ids_filler = tok.encode(filler.text)
     longest = max(tok.count(s) for p in filler.text.split("\n\n") for s in sentences(p))
     for depth in (0.0, 25.0, 50.0, 75.0, 100.0):
         needle, distractors = make_needles(needle_type, seed=11, n_distractors=0 if depth in (0.0, 100.0) else 1)
@@ -160,12 +163,21 @@ def test_every_needle_type_scores_right_refusal_and_distractor(needle_type: str)
         assert partial.exact == 0.0 and partial.field_score == 0.5 and partial.hallucinated
 
     # Free text (the extractive baseline): the sentence that states the value is right.
-    stated = needle.text if needle_type != "table_cell" else "{crates} crates; the inspector is {inspector}.".format(**needle.fields)
+    stated = (
+        needle.text
+        if needle_type != "table_cell"
+        else "{crates} crates; the inspector is {inspector}.".format(**needle.fields)
+    )
     text = score_answer(stated, needle, distractors, REFUSALS, structured=False)
     assert text.exact == 1.0 and text.answer_format == "text"
     # A cited answer carries its quote.
-    cited = score_answer(json.dumps({"quote": needle.text, **json.loads(as_json(needle.fields).split(": ", 1)[1])}),
-                         needle, distractors, REFUSALS, with_quote=True)
+    cited = score_answer(
+        json.dumps({"quote": needle.text, **json.loads(as_json(needle.fields).split(": ", 1)[1])}),
+        needle,
+        distractors,
+        REFUSALS,
+        with_quote=True,
+    )
     assert cited.exact == 1.0 and cited.quote == needle.text
 
 
@@ -179,7 +191,7 @@ def test_reasoning_follow_up_is_scored_from_json() -> None:
 
 
 def test_settings_section_is_parsed_and_checked(tmp_path: Path) -> None:
-    s = _project(tmp_path, "lengths = [4000, 1000]\ndepths = [50, 0]\nneedle_types = [\"numeric\"]")
+    s = _project(tmp_path, 'lengths = [4000, 1000]\ndepths = [50, 0]\nneedle_types = ["numeric"]')
     ns = niah_settings(s)
     assert ns.lengths == (1000, 4000) and ns.depths == (0.0, 50.0) and ns.needle_types == ("numeric",)
     with pytest.raises(SettingsError, match="needle_types"):
@@ -189,7 +201,7 @@ def test_settings_section_is_parsed_and_checked(tmp_path: Path) -> None:
 
 
 def test_effective_length_and_positional_bias() -> None:
-    from ragpipe.niah_run import bias_flags, effective_length
+    from ragpipe.niah.report import bias_flags, effective_length
 
     assert effective_length({1000: 1.0, 2000: 0.9, 4000: 0.5, 8000: 0.95}, {}, 0.85) == 2000
     assert effective_length({1000: 1.0, 2000: 1.0}, {2000: 1.0}, 0.85) == 1000  # overflow ends it
@@ -207,11 +219,15 @@ def test_effective_length_and_positional_bias() -> None:
 def test_overflow_is_labelled_not_scored_as_a_miss(tmp_path: Path, tok: Tokenizer) -> None:
     import duckdb
 
-    from ragpipe.niah_run import bias_flags, build_trials, cells, evaluate_subject, effective_length
+    from ragpipe.niah.report import bias_flags, cells, effective_length
+    from ragpipe.niah.run import build_trials, evaluate_subject
     from ragpipe.warehouse import migrate
 
-    s = _project(tmp_path, 'lengths = [600, 1500]\ndepths = [0, 100]\nrepetitions = 1\nneedle_types = ["numeric"]\n'
-                 'subjects = ["full_context"]\nwindow = 1200')
+    s = _project(
+        tmp_path,
+        'lengths = [600, 1500]\ndepths = [0, 100]\nrepetitions = 1\nneedle_types = ["numeric"]\n'
+        'subjects = ["full_context"]\nwindow = 1200',
+    )
     ns = niah_settings(s)
     docs = source_paragraphs(CORPUS)
     hs = {(n, 0): build_haystack(docs, n, 0, ns.seed, tok) for n in ns.lengths}
@@ -219,14 +235,23 @@ def test_overflow_is_labelled_not_scored_as_a_miss(tmp_path: Path, tok: Tokenize
     rows = evaluate_subject("full_context", trials, s, ns, tok, ExtractiveAnswerer(s.answerer), "r1")
     by_len = {n: [r for r in rows if r["length_target"] == n] for n in ns.lengths}
     assert all(r["status"] == "scored" for r in by_len[600])
-    assert all(r["status"] == "overflow" and r["exact"] is None and r["hallucinated"] is None and r["refused"] is None
-               and r["answer"] is None and r["input_tokens_est"] > 1200 - 128 for r in by_len[1500])
+    assert all(
+        r["status"] == "overflow"
+        and r["exact"] is None
+        and r["hallucinated"] is None
+        and r["refused"] is None
+        and r["answer"] is None
+        and r["input_tokens_est"] > 1200 - 128
+        for r in by_len[1500]
+    )
     con = duckdb.connect()
     migrate(con)
-    from ragpipe.niah_run import COLUMNS
+    from ragpipe.niah.run import COLUMNS
 
-    con.executemany(f"INSERT INTO niah_trials ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
-                    [["r1"] + [r[c] for c in COLUMNS[1:]] for r in rows])
+    con.executemany(
+        f"INSERT INTO niah_trials ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
+        [["r1"] + [r[c] for c in COLUMNS[1:]] for r in rows],
+    )
     got = {c["length_target"]: c for c in cells(con, "r1")}
     assert got[1500]["overflow_rate"] == 1.0 and got[1500]["exact"] is None and got[1500]["hallucination_rate"] is None
     assert effective_length({600: got[600]["exact"], 1500: None}, {1500: 1.0}, 0.0) == 600
@@ -234,8 +259,10 @@ def test_overflow_is_labelled_not_scored_as_a_miss(tmp_path: Path, tok: Tokenize
 
 
 # ---------------------------------------------------------------------------- retrieval path, end to end
-E2E = ('seed = 99\nlengths = [500, 1000]\ndepths = [0, 50, 100]\nrepetitions = 1\n'
-       'needle_types = ["proper_noun", "numeric"]\nmethods = ["direct"]\nsubjects = ["retrieval"]\ndistractors = 1')
+E2E = (
+    "seed = 99\nlengths = [500, 1000]\ndepths = [0, 50, 100]\nrepetitions = 1\n"
+    'needle_types = ["proper_noun", "numeric"]\nmethods = ["direct"]\nsubjects = ["retrieval"]\ndistractors = 1'
+)
 VOLATILE = {"run_id", "latency_s"}
 
 
@@ -248,17 +275,19 @@ def _trial_rows(con: Any, run_id: str) -> list[dict[str, Any]]:
 def test_retrieval_path_end_to_end_through_dagster_and_deterministic(tmp_path: Path) -> None:
     from assets.niah import build_niah_assets
     from assets.resources import RagpipeResource
-    from ragpipe.niah_run import run_trials
+    from ragpipe.niah.run import run_trials
     from ragpipe.warehouse import connect
 
     s = _project(tmp_path / "proj", E2E)
     result = dg.materialize(
-        build_niah_assets(s), resources={"ragpipe": RagpipeResource(settings_path=str(s.source))},
+        build_niah_assets(s),
+        resources={"ragpipe": RagpipeResource(settings_path=str(s.source))},
         instance=dg.DagsterInstance.ephemeral(),
     )
     assert result.success
-    report_md = {ev.asset_key.to_user_string(): ev.materialization.metadata
-                 for ev in result.get_asset_materialization_events()}["niah_report"]
+    report_md = {
+        ev.asset_key.to_user_string(): ev.materialization.metadata for ev in result.get_asset_materialization_events()
+    }["niah_report"]
     assert "data:image/png;base64," in report_md["heatmap_retrieval_exact"].value
     assert "retrieval_effective_length" in report_md
     heatmaps = sorted((s.warehouse_dir / "niah" / result.run_id).glob("*.png"))
@@ -269,7 +298,9 @@ def test_retrieval_path_end_to_end_through_dagster_and_deterministic(tmp_path: P
         assert len(rows) == 2 * 3 * 2  # lengths x depths x needle types (1 repetition, 1 method, 1 subject)
         assert {r["tokenizer"] for r in rows} == {"minilm-wordpiece (all-MiniLM-L6-v2)"}
         assert all(r["status"] == "scored" for r in rows)
-        assert {(r["length_target"], r["depth_target"]) for r in rows} == {(n, d) for n in (500, 1000) for d in (0, 50, 100)}
+        assert {(r["length_target"], r["depth_target"]) for r in rows} == {
+            (n, d) for n in (500, 1000) for d in (0, 50, 100)
+        }
         assert all(r["retrieval_score"] is not None and r["retrieved_ranks"] is not None for r in rows)
         # The extractive baseline finds these needles when retrieved; a miss is a refusal or a named near miss.
         assert sum(r["exact"] for r in rows) >= len(rows) // 2
@@ -277,8 +308,9 @@ def test_retrieval_path_end_to_end_through_dagster_and_deterministic(tmp_path: P
             assert r["exact"] == 1.0 or r["refused"] or r["hallucinated"]
         cells = con.execute("SELECT count(*), sum(n) FROM niah_cells WHERE run_id = ?", [result.run_id]).fetchone()
         assert cells == (6, 12)
-        run = con.execute("SELECT n_trials, embedder_tag, report_json FROM niah_runs WHERE run_id = ?",
-                          [result.run_id]).fetchone()
+        run = con.execute(
+            "SELECT n_trials, embedder_tag, report_json FROM niah_runs WHERE run_id = ?", [result.run_id]
+        ).fetchone()
         assert run[0] == 12 and run[1].startswith("minilm-") and "effective_length" in run[2]
 
         # The same seed again (through the library this time): identical trials, haystacks, questions and answers.
@@ -292,7 +324,9 @@ def test_retrieval_path_end_to_end_through_dagster_and_deterministic(tmp_path: P
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log = tmp_path_factory.mktemp("niah_server") / "stderr.log"
     with open(log, "wb") as err:
-        proc = subprocess.Popen([sys.executable, str(SERVER), "--port", "0"], stdout=subprocess.PIPE, stderr=err, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, str(SERVER), "--port", "0"], stdout=subprocess.PIPE, stderr=err, text=True
+        )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
@@ -310,11 +344,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def test_full_context_path_with_the_openai_compatible_answerer(tmp_path: Path, server: str) -> None:
-    from ragpipe.niah_run import run_trials
+    from ragpipe.niah.run import run_trials
     from ragpipe.warehouse import connect
 
-    s = _project(tmp_path, 'lengths = [700, 2500]\ndepths = [0, 50, 100]\nrepetitions = 1\nneedle_types = ["numeric", "cross_sentence"]\n'
-                 'methods = ["direct", "cite"]\nsubjects = ["full_context"]\nwindow = 2000', answerer="openai", base_url=server)
+    s = _project(
+        tmp_path,
+        'lengths = [700, 2500]\ndepths = [0, 50, 100]\nrepetitions = 1\nneedle_types = ["numeric", "cross_sentence"]\n'
+        'methods = ["direct", "cite"]\nsubjects = ["full_context"]\nwindow = 2000',
+        answerer="openai",
+        base_url=server,
+    )
     with urllib.request.urlopen(server.removesuffix("/v1") + "/_sizes", timeout=5) as resp:
         before = len(json.loads(resp.read()))
 

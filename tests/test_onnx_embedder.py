@@ -13,7 +13,10 @@ import numpy as np
 import pytest
 
 import ragpipe.embed as embed
+import ragpipe.model_build as model_build
 from ragpipe.settings import EmbedderSettings
+
+pytestmark = [pytest.mark.slow, pytest.mark.model]
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "examples" / "corpus"
@@ -92,7 +95,11 @@ def test_int8_agrees_with_torch(onnx_int8: embed.OnnxEmbedder, reference: np.nda
 
 @pytest.mark.parametrize("backend", ["torch", "fp32", "int8"])
 def test_a_vector_depends_on_its_text_alone(
-    backend: str, torch_emb: embed.Embedder, onnx_fp32: embed.OnnxEmbedder, onnx_int8: embed.OnnxEmbedder, sentences: list[str]
+    backend: str,
+    torch_emb: embed.Embedder,
+    onnx_fp32: embed.OnnxEmbedder,
+    onnx_int8: embed.OnnxEmbedder,
+    sentences: list[str],
 ) -> None:
     """The content-hash cache and sharded embedding reuse a vector wherever its text was embedded: batch-mates
     (int8's per-tensor activation scales would see them) must not change it."""
@@ -124,7 +131,9 @@ def test_tags(onnx_fp32: embed.OnnxEmbedder, onnx_int8: embed.OnnxEmbedder, torc
     assert re.fullmatch(r"minilm-[0-9a-f]{8}", torch_emb.tag)
 
 
-def test_second_load_reuses_cached_export(models_dir: Path, onnx_fp32: embed.OnnxEmbedder, onnx_int8: embed.OnnxEmbedder) -> None:
+def test_second_load_reuses_cached_export(
+    models_dir: Path, onnx_fp32: embed.OnnxEmbedder, onnx_int8: embed.OnnxEmbedder
+) -> None:
     assert onnx_fp32.model_file is not None and onnx_int8.model_file is not None
     assert onnx_fp32.model_file.parent.parent == models_dir
     mtimes = {p: p.stat().st_mtime_ns for p in (onnx_fp32.model_file, onnx_int8.model_file)}
@@ -145,9 +154,9 @@ def test_failed_build_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyP
         (out_dir / "model.onnx").write_bytes(b"half a model")
         raise RuntimeError("killed mid-export")
 
-    monkeypatch.setattr(embed, "_export_minilm_onnx", boom)
+    monkeypatch.setattr(model_build, "_export_minilm_onnx", boom)
     with pytest.raises(RuntimeError, match="killed mid-export"):
-        embed.build_minilm_onnx(tmp_path)
+        model_build.build_minilm_onnx(tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -25,6 +25,8 @@ from ragpipe.golden import GoldenTest
 from ragpipe.settings import AnswererSettings, OpenAISettings
 from ragpipe.verdict import decide
 
+pytestmark = [pytest.mark.slow]
+
 SERVER = Path(__file__).resolve().parent / "openai_server.py"
 KEY_ENV = "RAGPIPE_TEST_OPENAI_KEY"
 SENTINEL = "sk-test-SENTINEL-123"
@@ -38,7 +40,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with open(log, "wb") as err:
         proc = subprocess.Popen(
             [sys.executable, str(SERVER), "--port", "0", "--slow-s", "5"],
-            stdout=subprocess.PIPE, stderr=err, text=True,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
         )
     try:
         assert proc.stdout is not None
@@ -63,8 +67,15 @@ def make_answerer(base_url: str, concurrency: int = 4) -> OpenAIAnswerer:
     cfg = AnswererSettings(
         kind="openai",
         refusal_phrase=REFUSAL,
-        openai=OpenAISettings(base_url=base_url, model="test-model", api_key_env=KEY_ENV, timeout_s=1.0,
-                              max_retries=2, concurrency=concurrency, max_tokens=32),
+        openai=OpenAISettings(
+            base_url=base_url,
+            model="test-model",
+            api_key_env=KEY_ENV,
+            timeout_s=1.0,
+            max_retries=2,
+            concurrency=concurrency,
+            max_tokens=32,
+        ),
     )
     return OpenAIAnswerer(cfg)
 
@@ -85,7 +96,9 @@ def q(marker: str = "") -> str:
     return f"What was the revenue in Q3 2023? {marker} (case {uuid.uuid4().hex[:8]})".replace("  ", " ")
 
 
-CONTEXT_WITH_ANSWER = ["Halvorsen Robotics reported revenue of $48.7 million for the third quarter of 2023.\nANSWER: $48.7 million"]
+CONTEXT_WITH_ANSWER = [
+    "Halvorsen Robotics reported revenue of $48.7 million for the third quarter of 2023.\nANSWER: $48.7 million"
+]
 CONTEXT_WITHOUT = ["Halvorsen Robotics opened an office in Oslo."]
 
 
@@ -162,8 +175,9 @@ def test_transient_error_succeeds_after_retry(answerer: OpenAIAnswerer, server: 
         ("[[401]]", ("HTTP 401",), 1),
     ],
 )
-def test_failure_becomes_error_answer(answerer: OpenAIAnswerer, marker: str, needles: tuple[str, ...],
-                                      attempts: int | None) -> None:
+def test_failure_becomes_error_answer(
+    answerer: OpenAIAnswerer, marker: str, needles: tuple[str, ...], attempts: int | None
+) -> None:
     t0 = time.perf_counter()
     ans = answerer.answer(q(marker), CONTEXT_WITH_ANSWER)
     assert_error(ans, *needles)
@@ -209,9 +223,18 @@ def test_connection_refused_gives_cannot_reach(monkeypatch: pytest.MonkeyPatch) 
 def test_answer_all_keeps_order_and_every_item(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, SENTINEL)
     plan = [
-        ("ok", "alpha"), ("[[500]]", None), ("ok", "bravo"), ("[[timeout]]", None), ("ok", "charlie"),
-        ("[[malformed]]", None), ("[[429-once]]", "delta"), ("ok", "echo"), ("[[nochoices]]", None), ("refuse", REFUSAL),
-        ("[[truncated]]", None), ("ok", "foxtrot"),
+        ("ok", "alpha"),
+        ("[[500]]", None),
+        ("ok", "bravo"),
+        ("[[timeout]]", None),
+        ("ok", "charlie"),
+        ("[[malformed]]", None),
+        ("[[429-once]]", "delta"),
+        ("ok", "echo"),
+        ("[[nochoices]]", None),
+        ("refuse", REFUSAL),
+        ("[[truncated]]", None),
+        ("ok", "foxtrot"),
     ]
     items: list[tuple[str, list[str]]] = []
     for marker, value in plan:
@@ -234,10 +257,17 @@ def test_answer_all_keeps_order_and_every_item(server: str, monkeypatch: pytest.
 
 def test_error_answer_with_trap_retrieved_is_error_never_pass(answerer: OpenAIAnswerer) -> None:
     test = GoldenTest(
-        question_id="neg_err", question="What was Halvorsen Robotics' revenue in the third quarter of 2022?",
-        expected_answer=REFUSAL, kind="negative", line=1, anchor_ids=["ch_trap"],
+        question_id="neg_err",
+        question="What was Halvorsen Robotics' revenue in the third quarter of 2022?",
+        expected_answer=REFUSAL,
+        kind="negative",
+        line=1,
+        anchor_ids=["ch_trap"],
         quote="Halvorsen Robotics reported revenue of $48.7 million for the third quarter of 2023.",
-        source="reports/q3-2023.md", trap_value="$48.7 million", embedder_tag="minilm-test", last_validated=None,
+        source="reports/q3-2023.md",
+        trap_value="$48.7 million",
+        embedder_tag="minilm-test",
+        last_validated=None,
     )
     refusals = AnswererSettings().refusal_phrases
     retrieved = ["ch_other", "ch_trap"]

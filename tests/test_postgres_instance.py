@@ -27,14 +27,12 @@ from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import unquote, urlsplit
 
-import pytest
-
 import dagster as dg
-
+import pytest
 from conftest import ROOT, Project, make_project
 from test_dagster_dev import ASSETS, free_port, group_members, processes_using, sigint_not_ignored, trim_project
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.postgres, pytest.mark.timeout(300)]
 
 VARIANT = ROOT / "deploy" / "postgres" / "dagster.yaml"
 URL_ENV, REQUIRE_ENV = "RAGPIPE_TEST_POSTGRES_URL", "RAGPIPE_REQUIRE_POSTGRES"
@@ -52,14 +50,25 @@ class PgServer:
 
     def env(self) -> dict[str, str]:
         """What deploy/postgres/dagster.yaml reads."""
-        return {"RAGPIPE_PG_HOST": self.host, "RAGPIPE_PG_PORT": str(self.port), "RAGPIPE_PG_USER": self.user,
-                "RAGPIPE_PG_PASSWORD": self.password, "RAGPIPE_PG_DB": self.db}
+        return {
+            "RAGPIPE_PG_HOST": self.host,
+            "RAGPIPE_PG_PORT": str(self.port),
+            "RAGPIPE_PG_USER": self.user,
+            "RAGPIPE_PG_PASSWORD": self.password,
+            "RAGPIPE_PG_DB": self.db,
+        }
 
     def connect(self, db: str | None = None) -> Any:
         import psycopg2
 
-        return psycopg2.connect(host=self.host, port=self.port, user=self.user, password=self.password,
-                                dbname=db or self.db, connect_timeout=10)
+        return psycopg2.connect(
+            host=self.host,
+            port=self.port,
+            user=self.user,
+            password=self.password,
+            dbname=db or self.db,
+            connect_timeout=10,
+        )
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         con = self.connect()
@@ -109,8 +118,13 @@ def _admin_sql(server: PgServer, *statements: str) -> None:
 def external_server(url: str) -> Iterator[PgServer]:
     """A fresh database on the server of $RAGPIPE_TEST_POSTGRES_URL, dropped afterwards."""
     u = urlsplit(url)
-    admin = PgServer(u.hostname or "127.0.0.1", u.port or 5432, unquote(u.username or ""), unquote(u.password or ""),
-                     unquote(u.path.lstrip("/")) or "postgres")
+    admin = PgServer(
+        u.hostname or "127.0.0.1",
+        u.port or 5432,
+        unquote(u.username or ""),
+        unquote(u.password or ""),
+        unquote(u.path.lstrip("/")) or "postgres",
+    )
     db = f"ragpipe_test_{secrets.token_hex(4)}"
     _admin_sql(admin, f'CREATE DATABASE "{db}"')
     try:
@@ -146,18 +160,31 @@ def throwaway_cluster(bins: dict[str, Path]) -> Iterator[PgServer]:
         os.chown(pwfile, owner.pw_uid, owner.pw_gid)
 
     def run(*cmd: str | Path) -> None:
-        proc = subprocess.run([*as_user, *map(str, cmd)], cwd=base, stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, timeout=120)
+        proc = subprocess.run(
+            [*as_user, *map(str, cmd)], cwd=base, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120
+        )
         if proc.returncode != 0:
             server_log = log.read_text(errors="replace") if log.exists() else ""
-            pytest.fail(f"{' '.join(map(str, cmd))} exited with {proc.returncode}:\n{proc.stdout}\n{proc.stderr}\n"
-                        f"{server_log}")
+            pytest.fail(
+                f"{' '.join(map(str, cmd))} exited with {proc.returncode}:\n{proc.stdout}\n{proc.stderr}\n{server_log}"
+            )
 
     port = free_port()
     started = False
     try:
-        run(bins["initdb"], "-D", data, "-U", "ragpipe_admin", f"--pwfile={pwfile}", "--auth=scram-sha-256",
-            "-E", "UTF8", "--locale=C", "--no-sync")
+        run(
+            bins["initdb"],
+            "-D",
+            data,
+            "-U",
+            "ragpipe_admin",
+            f"--pwfile={pwfile}",
+            "--auth=scram-sha-256",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
+        )
         options = f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories={base} -c fsync=off"
         run(bins["pg_ctl"], "-D", data, "-l", log, "-o", options, "-w", "-t", "60", "start")
         started = True
@@ -168,8 +195,13 @@ def throwaway_cluster(bins: dict[str, Path]) -> Iterator[PgServer]:
         yield PgServer("127.0.0.1", port, "ragpipe", password, "ragpipe")
     finally:
         if started:
-            subprocess.run([*as_user, str(bins["pg_ctl"]), "-D", str(data), "-m", "immediate", "-w", "stop"],
-                           cwd=base, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+            subprocess.run(
+                [*as_user, str(bins["pg_ctl"]), "-D", str(data), "-m", "immediate", "-w", "stop"],
+                cwd=base,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=60,
+            )
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -186,8 +218,10 @@ def pg() -> Iterator[PgServer]:
         return
     bins = pg_binaries()
     if bins is None:
-        _unavailable("no PostgreSQL server binaries (initdb, pg_ctl) on PATH or in /usr/lib/postgresql/*/bin; "
-                     f"install the `postgresql` package or set {URL_ENV}")
+        _unavailable(
+            "no PostgreSQL server binaries (initdb, pg_ctl) on PATH or in /usr/lib/postgresql/*/bin; "
+            f"install the `postgresql` package or set {URL_ENV}"
+        )
     with throwaway_cluster(bins) as server:
         yield server
 
@@ -216,9 +250,15 @@ class Deployment:
 
     def ragpipe(self, *args: str, timeout_s: float = 240) -> subprocess.CompletedProcess[str]:
         """The `ragpipe` CLI in its own process, from the project root, as a deployment runs it."""
-        return subprocess.run([sys.executable, "-m", "ragpipe.cli", "--settings", str(self.project.settings_file), *args],
-                              cwd=self.project.root, env=self.env, stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, timeout=timeout_s)
+        return subprocess.run(
+            [sys.executable, "-m", "ragpipe.cli", "--settings", str(self.project.settings_file), *args],
+            cwd=self.project.root,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
 
     def no_sqlite(self) -> None:
         assert not (self.home / "storage").exists()  # where Dagster's default SQLite storage would go
@@ -277,8 +317,9 @@ def test_ci_records_runs_and_materializations_in_postgres(deployment: Deployment
     # The same rows, read straight from PostgreSQL.
     assert {"runs", "event_logs", "asset_keys", "jobs", "job_ticks", "instigators"} <= instance_tables(d.pg)
     assert {(r[0], r[1]) for r in d.pg.query("SELECT run_id, status FROM runs")} == {(i, "SUCCESS") for i in run_ids}
-    materialized = d.pg.query("SELECT DISTINCT asset_key FROM event_logs WHERE dagster_event_type = %s",
-                              ("ASSET_MATERIALIZATION",))
+    materialized = d.pg.query(
+        "SELECT DISTINCT asset_key FROM event_logs WHERE dagster_event_type = %s", ("ASSET_MATERIALIZATION",)
+    )
     assert {dg.AssetKey.from_db_string(r[0]).to_user_string() for r in materialized} == ASSETS
 
     # A second process reads that history back from PostgreSQL: nothing is stale, only the corpus scan runs.
@@ -296,8 +337,15 @@ def dagster_daemon(d: Deployment) -> Iterator[Path]:
     log = d.home / "daemon.log"
     cmd = [sys.executable, "-m", "dagster._daemon", "run", "-m", "definitions", "-d", str(d.project.root)]
     with open(log, "wb") as out, sigint_not_ignored():
-        proc = subprocess.Popen(cmd, cwd=d.project.root, env=d.env, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=d.project.root,
+            env=d.env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         yield log
     finally:
@@ -361,7 +409,8 @@ def test_daemon_ticks_sensors_and_keeps_schedule_state_in_postgres(deployment: D
         # its events to PostgreSQL. (The whole run takes minutes of step processes on a small machine: the first
         # materialization from the launched process is the proof needed here.)
         (d.project.corpus / "policies" / "badge-policy.md").write_text(
-            "# Badge policy\n\nBadges must be worn visibly at all times on company premises.\n", encoding="utf-8")
+            "# Badge policy\n\nBadges must be worn visibly at all times on company premises.\n", encoding="utf-8"
+        )
 
         def launched() -> Any:
             runs = instance.get_runs(filters=dg.RunsFilter(tags={"ragpipe/trigger": "corpus"}))
@@ -380,8 +429,11 @@ def test_daemon_ticks_sensors_and_keeps_schedule_state_in_postgres(deployment: D
     states = {s.selector_id: (n, s) for n, (s, _) in seen.items()}
     rows = d.pg.query("SELECT selector_id, instigator_type, status FROM instigators")
     assert {states[r[0]][0]: (r[1], r[2]) for r in rows if r[0] in states} == {
-        "corpus_sensor": ("SENSOR", "DECLARED_IN_CODE"), "ragpipe_automation": ("SENSOR", "DECLARED_IN_CODE"),
-        "ragpipe_currency": ("SENSOR", "DECLARED_IN_CODE"), SCHEDULE: ("SCHEDULE", "DECLARED_IN_CODE")}
+        "corpus_sensor": ("SENSOR", "DECLARED_IN_CODE"),
+        "ragpipe_automation": ("SENSOR", "DECLARED_IN_CODE"),
+        "ragpipe_currency": ("SENSOR", "DECLARED_IN_CODE"),
+        SCHEDULE: ("SCHEDULE", "DECLARED_IN_CODE"),
+    }
     ticks = d.pg.query("SELECT selector_id, count(*) FROM job_ticks WHERE type = 'SENSOR' GROUP BY selector_id")
     assert {states[r[0]][0] for r in ticks if r[1] >= 1} == SENSORS
     daemons = {r[0] for r in d.pg.query("SELECT daemon_type FROM daemon_heartbeats")}
@@ -390,5 +442,7 @@ def test_daemon_ticks_sensors_and_keeps_schedule_state_in_postgres(deployment: D
     left = processes_using(d.home)
     assert left == [], f"processes left running after the daemon stopped: {left}"
     d.no_sqlite()
-    print(f"ticks after {ticked_s:.1f} s, the sensor's run wrote `corpus` after {launched_s:.1f} s, "
-          f"stopped after {time.monotonic() - t0:.1f} s")
+    print(
+        f"ticks after {ticked_s:.1f} s, the sensor's run wrote `corpus` after {launched_s:.1f} s, "
+        f"stopped after {time.monotonic() - t0:.1f} s"
+    )

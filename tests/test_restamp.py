@@ -40,11 +40,23 @@ CHUNKS = _contiguous("reports/q3-2023.md", "Halvorsen", "Outlook") + [
 QUOTE = "Halvorsen Robotics reported revenue of $48.7 million for the third quarter of 2023."
 
 
-def _test(ids: list[str] | None = None, quote: str | None = QUOTE, source: str | None = "reports/q3-2023.md",
-          kind: str = "negative") -> GoldenTest:
+def _test(
+    ids: list[str] | None = None,
+    quote: str | None = QUOTE,
+    source: str | None = "reports/q3-2023.md",
+    kind: str = "negative",
+) -> GoldenTest:
     return GoldenTest(
-        question_id="t1", question="q", expected_answer="not in documents" if kind == "negative" else "x", kind=kind,
-        line=1, anchor_ids=list(ids or []), quote=quote, source=source, trap_value=None, embedder_tag=None,
+        question_id="t1",
+        question="q",
+        expected_answer="not in documents" if kind == "negative" else "x",
+        kind=kind,
+        line=1,
+        anchor_ids=list(ids or []),
+        quote=quote,
+        source=source,
+        trap_value=None,
+        embedder_tag=None,
         last_validated=None,
     )
 
@@ -186,7 +198,7 @@ def test_property_a_word_bounded_quote_is_always_found_and_covered(data, pick, u
     text, word_spans, chunks = data
     i = pick.draw(st.integers(0, len(word_spans) - 1))
     j = pick.draw(st.integers(i, len(word_spans) - 1))
-    quote = text[word_spans[i][0]:word_spans[j][1]]
+    quote = text[word_spans[i][0] : word_spans[j][1]]
     if renormalize:
         quote = normalize(quote)
     documents = {"d": text, "other": "zzz unrelated"}

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -23,12 +22,13 @@ from typing import Any, Iterator
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
+from conftest import ROOT, Project, make_project
+from faultkit import copy_project, evaluated_base, python_env, ragpipe_cli
 
 from ragpipe import store
 from ragpipe.settings import SettingsError, settings_from_dict
 
-from conftest import ROOT, Project, make_project
-from faultkit import copy_project, evaluated_base, python_env, ragpipe_cli
+pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.s3]
 
 SENTINEL = "ragpipe-SENTINEL-secret-3b9f6c1e"
 KEY_ID = "AKIARAGPIPETEST0001"
@@ -45,7 +45,9 @@ class S3Server:
         return [o["Key"] for page in pages for o in page.get("Contents", [])]
 
     def filesystem(self) -> pafs.S3FileSystem:
-        return pafs.S3FileSystem(endpoint_override=self.endpoint.removeprefix("http://"), scheme="http", region="us-east-1")
+        return pafs.S3FileSystem(
+            endpoint_override=self.endpoint.removeprefix("http://"), scheme="http", region="us-east-1"
+        )
 
 
 def _free_port() -> int:
@@ -59,14 +61,25 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     import boto3
 
     mp = pytest.MonkeyPatch()
-    for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT", "AWS_DEFAULT_REGION", "AWS_REGION"):
+    for name in (
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT",
+        "AWS_DEFAULT_REGION",
+        "AWS_REGION",
+    ):
         mp.delenv(name, raising=False)
     mp.setenv("AWS_ACCESS_KEY_ID", KEY_ID)
     mp.setenv("AWS_SECRET_ACCESS_KEY", SENTINEL)
     port = _free_port()
     log = (tmp_path_factory.mktemp("moto") / "server.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
     endpoint = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -96,7 +109,9 @@ def s3_settings(p: Project, endpoint: str, lancedb_uri: str) -> None:
     """Point the project's LanceDB store at `lancedb_uri` through the server at `endpoint`."""
     text = p.settings_file.read_text(encoding="utf-8")
     if "\n[warehouse.s3]" in text:  # set before: drop it (the [warehouse.s3] table is last)
-        text = text[: text.index("\n[warehouse.s3]")].replace(text[text.index("lancedb_uri"):].split("\n", 1)[0] + "\n", "", 1)
+        text = text[: text.index("\n[warehouse.s3]")].replace(
+            text[text.index("lancedb_uri") :].split("\n", 1)[0] + "\n", "", 1
+        )
     text = text.replace("[warehouse]\n", f'[warehouse]\nlancedb_uri = "{lancedb_uri}"\n', 1)
     text += f'\n[warehouse.s3]\nendpoint_url = "{endpoint}"\nregion = "us-east-1"\nallow_http = true\n'
     p.settings_file.write_text(text, encoding="utf-8")
@@ -157,7 +172,9 @@ def test_pipeline_on_s3_matches_local_and_keeps_the_secret(
     from ragpipe.warehouse import connect
 
     with connect(settings.duckdb_path, read_only=True) as con:
-        assert f"s3://{BUCKET}/lance (LanceDB)" in summary(con, settings)  # what `ragpipe ingest` prints names the store
+        assert f"s3://{BUCKET}/lance (LanceDB)" in summary(
+            con, settings
+        )  # what `ragpipe ingest` prints names the store
 
     # the same project stored locally: same retrievals (hybrid: vector + BM25), same verdicts
     local = copy_project(evaluated_base(tmp_path_factory), tmp_path_factory.mktemp("local") / "proj")
@@ -181,11 +198,24 @@ def test_export_to_s3_round_trips_every_table_and_view(s3_run: tuple[Project, st
     code, out = cli(p.root, "export", "--to", f"s3://{BUCKET}/exports", timeout=300)
     assert code == 0, out[-4000:]
     assert SENTINEL not in out
-    relations = [r[0] for r in p.sql(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
-        "AND NOT starts_with(table_name, '_') ORDER BY 1")]
-    assert {"chunks", "documents", "verdicts", "retrievals", "answers", "eval_runs", "latest_verdicts",
-            "verdict_history", "eval_run_summary"} <= set(relations)
+    relations = [
+        r[0]
+        for r in p.sql(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
+            "AND NOT starts_with(table_name, '_') ORDER BY 1"
+        )
+    ]
+    assert {
+        "chunks",
+        "documents",
+        "verdicts",
+        "retrievals",
+        "answers",
+        "eval_runs",
+        "latest_verdicts",
+        "verdict_history",
+        "eval_run_summary",
+    } <= set(relations)
     fs = s3.filesystem()
     manifest = json.loads(fs.open_input_stream(f"{BUCKET}/exports/_manifest.json").read())
     listed = {r["name"]: r["rows"] for r in manifest["relations"]}
@@ -220,8 +250,13 @@ def test_interrupted_export_leaves_no_complete_looking_file(
     monkeypatch.setattr(pq.ParquetWriter, "write_batch", dies_on_the_third_table)
     written: list[str] = []
     with connect(p.settings().duckdb_path, read_only=True) as con, pytest.raises(KeyboardInterrupt):
-        export_warehouse(p.settings(), con, f"s3://{BUCKET}/partial", ["answers", "chunks", "documents", "verdicts"],
-                         log=lambda e: written.append(e.name))
+        export_warehouse(
+            p.settings(),
+            con,
+            f"s3://{BUCKET}/partial",
+            ["answers", "chunks", "documents", "verdicts"],
+            log=lambda e: written.append(e.name),
+        )
     keys = [k for k in s3.keys("partial/") if not k.endswith("/")]  # pyarrow may leave a directory marker
     assert written == ["answers", "chunks"]
     assert sorted(keys) == ["partial/answers.parquet", "partial/chunks.parquet"], keys  # no manifest, no temp file
@@ -235,8 +270,11 @@ def test_moved_store_is_refused_until_ingested(s3_run: tuple[Project, str], s3: 
     s3_settings(p, s3.endpoint, f"s3://{BUCKET}/moved")
     result = materialize(str(p.settings_file), ["retrievals"], p.instance)
     assert not result.success
-    message = " ".join(str(e.event_specific_data.error.cause.message) for e in result.all_events
-                       if e.is_step_failure and e.event_specific_data.error.cause)
+    message = " ".join(
+        str(e.event_specific_data.error.cause.message)
+        for e in result.all_events
+        if e.is_step_failure and e.event_specific_data.error.cause
+    )
     assert f"s3://{BUCKET}/moved is empty" in message and "ragpipe ingest" in message, message
 
 
@@ -269,11 +307,17 @@ def test_store_features_on_s3_sync_by_content_hash_fts_and_ann(s3: S3Server) -> 
     from ragpipe.settings import S3Settings
 
     def chunks(texts: dict[str, str]) -> list[Chunk]:
-        return [Chunk(cid, "doc", i, t, 0, len(t), None, None, content_hash(t)) for i, (cid, t) in enumerate(texts.items())]
+        return [
+            Chunk(cid, "doc", i, t, 0, len(t), None, None, content_hash(t)) for i, (cid, t) in enumerate(texts.items())
+        ]
 
-    texts = {f"c{i}": f"passage {i} about topic {i % 17} with the word {'zebra' if i == 7 else 'plain'}" for i in range(1200)}
+    texts = {
+        f"c{i}": f"passage {i} about topic {i % 17} with the word {'zebra' if i == 7 else 'plain'}" for i in range(1200)
+    }
     emb = HashEmbedder()
-    db = store.connect(f"s3://{BUCKET}/features", S3Settings(endpoint_url=s3.endpoint, region="us-east-1", allow_http=True))
+    db = store.connect(
+        f"s3://{BUCKET}/features", S3Settings(endpoint_url=s3.endpoint, region="us-east-1", allow_http=True)
+    )
     table, first = store.sync_vectors(db, emb, chunks(texts), run_id="r1")
     assert (first.embedded, first.reused, first.deleted) == (1200, 0, 0)
     # c0 removed, c1's text under a new id (its vector reused by content hash, not re-embedded), one new chunk
@@ -306,7 +350,9 @@ def test_missing_bucket_is_named_with_what_to_do(s3: S3Server, s3_run: tuple[Pro
     code, out = cli(p.root, "ingest", timeout=120)
     assert code == 2, out[-4000:]
     assert time.monotonic() - t0 < 60  # refused before the corpus is parsed
-    assert "s3://no-such-bucket/lance" in out and "does not exist" in out and "aws s3 mb s3://no-such-bucket" in out, out
+    assert "s3://no-such-bucket/lance" in out and "does not exist" in out and "aws s3 mb s3://no-such-bucket" in out, (
+        out
+    )
     assert "Traceback" not in out and SENTINEL not in out and KEY_ID not in out
     assert not (p.root / "warehouse" / "ragpipe.duckdb").exists()
 
@@ -353,5 +399,7 @@ def test_settings_refuse_credentials_in_uri_and_unannounced_http(tmp_path: Path)
         load({"s3": {"secret_access_key": "x"}})
     # where the store lives changes no stage's code version
     moved = load({"lancedb_uri": "s3://b/p", "s3": {"endpoint_url": "https://s3.example.com", "region": "eu-west-1"}})
-    assert all(moved.code_version(stage) == load({}).code_version(stage) for stage in
-               ("corpus", "parser", "chunker", "embedder", "golden", "retriever", "answerer", "verdict"))
+    assert all(
+        moved.code_version(stage) == load({}).code_version(stage)
+        for stage in ("corpus", "parser", "chunker", "embedder", "golden", "retriever", "answerer", "verdict")
+    )

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from conftest import Project, make_project
+from faultkit import OpenAIServer, copy_project, evaluated_base, files_under, python_env, ragpipe_cli
 
 from ragpipe.cli import main
 
-from conftest import Project, make_project
-from faultkit import OpenAIServer, copy_project, evaluated_base, files_under, python_env, ragpipe_cli
+pytestmark = [pytest.mark.slow, pytest.mark.dagster]
 
 SENTINEL = f"sk-SENTINEL-9f3a-{uuid.uuid4().hex}"
 KEY_ENV = "RAGPIPE_TEST_KEY"  # conftest's [answerer.openai].api_key_env
@@ -48,8 +49,9 @@ def keyed_run(base: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pro
     with OpenAIServer() as server:
         p.configure(answerer="openai", base_url=server.base_url)
         env = python_env(**{KEY_ENV: SENTINEL}, GITHUB_STEP_SUMMARY=str(reports / "step-summary.md"))
-        code, out = ragpipe_cli(p.root, "ci", "--junit", str(reports / "junit.xml"), "--markdown",
-                                str(reports / "summary.md"), env=env).finish(600)
+        code, out = ragpipe_cli(
+            p.root, "ci", "--junit", str(reports / "junit.xml"), "--markdown", str(reports / "summary.md"), env=env
+        ).finish(600)
         requests = server.requests()
     assert code in (0, 1) and "GATE:" in out, out[-4000:]
     return p, code, out, requests
@@ -159,7 +161,12 @@ def test_sql_refuses_every_kind_of_write(base: Path, tmp_path: Path, capsys: pyt
     assert (hashlib.sha256(db.read_bytes()).hexdigest(), hashlib.sha256(other.read_bytes()).hexdigest()) == before
     assert p.sql("SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM verdicts)") == counts
     # reads still work, views included
-    assert main(["--settings", str(p.settings_file), "sql", "--format", "json", "SELECT count(*) AS n FROM latest_verdicts"]) == 0
+    assert (
+        main(
+            ["--settings", str(p.settings_file), "sql", "--format", "json", "SELECT count(*) AS n FROM latest_verdicts"]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)[0]["n"] > 0
 
 

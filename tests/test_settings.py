@@ -3,11 +3,10 @@
 from pathlib import Path
 
 import pytest
+from conftest import Project, make_project
 
 from assets import build_definitions
 from ragpipe.settings import SettingsError, load_settings
-
-from conftest import Project, make_project
 
 
 def _code_versions(p: Project) -> dict[str, str]:
@@ -39,7 +38,9 @@ def test_embedder_change_versions_embeddings_not_chunks(tmp_path: Path) -> None:
 def test_settings_errors_name_file_and_field(tmp_path: Path) -> None:
     f = tmp_path / "ragpipe.toml"
     f.write_text('[corpus]\ndir = "c"\n[chunker]\nstrategy = "paragraphs"\n')
-    with pytest.raises(SettingsError, match=r"ragpipe.toml.*\[chunker\].strategy must be .by_title., .basic. or .sentences."):
+    with pytest.raises(
+        SettingsError, match=r"ragpipe.toml.*\[chunker\].strategy must be .by_title., .basic. or .sentences."
+    ):
         load_settings(f)
     f.write_text('[corpus]\ndir = "c"\n[chunker]\nmax_characters = "big"\n')
     with pytest.raises(SettingsError, match=r"\[chunker\].max_characters must be int"):

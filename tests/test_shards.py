@@ -11,12 +11,13 @@ from typing import Any
 import dagster as dg
 import numpy as np
 import pytest
+from conftest import Project, make_project
 
 from ragpipe import ingest, shard, store
 from ragpipe.embed import load_embedder
 from ragpipe.warehouse import connect
 
-from conftest import Project, make_project
+pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.model]
 
 
 def test_shard_of_is_static_in_range_and_spreads() -> None:
@@ -30,7 +31,9 @@ def test_shard_of_is_static_in_range_and_spreads() -> None:
 
 def _table(settings: Any) -> dict[str, tuple[str, np.ndarray]]:
     emb = load_embedder(settings.embedder, settings.models_dir)
-    rows = store.table_rows(store.open_store(settings).open_table(store.table_name(emb.tag)), ["chunk_id", "content_hash", "vector"])
+    rows = store.table_rows(
+        store.open_store(settings).open_table(store.table_name(emb.tag)), ["chunk_id", "content_hash", "vector"]
+    )
     return {r["chunk_id"]: (r["content_hash"], np.asarray(r["vector"], dtype=np.float32)) for r in rows}
 
 

@@ -10,11 +10,11 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, Project, make_project
+
+pytestmark = [pytest.mark.slow, pytest.mark.dagster]
 
 COUNTS = "SELECT (SELECT count(*) FROM documents) AS docs, (SELECT count(*) FROM chunks) AS chunks"
 
@@ -32,7 +32,11 @@ def ragpipe(p: Project, *args: str, stdin: str | None = None, timeout: float = 6
     """The real command line in its own process (`python -m ragpipe.cli`)."""
     return subprocess.run(
         [sys.executable, "-m", "ragpipe.cli", "--settings", str(p.settings_file), "sql", *args],
-        cwd=ROOT, input=stdin if stdin is not None else "", capture_output=True, text=True, timeout=timeout,
+        cwd=ROOT,
+        input=stdin if stdin is not None else "",
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -117,8 +121,13 @@ time.sleep(20)
 def test_sql_while_another_process_holds_the_lock(warehouse: Project) -> None:
     before = counts(warehouse)
     db = warehouse.settings().duckdb_path
-    locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, start_new_session=True)
+    locker = subprocess.Popen(
+        [sys.executable, "-c", LOCKER, str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         assert locker.stdout is not None
         assert locker.stdout.readline().strip() == "LOCKED", locker.stderr.read() if locker.stderr else ""

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fakes import FakeEmbedder
 
 from ragpipe import store
 from ragpipe.chunk import Chunk, content_hash
-from ragpipe.embed import FakeEmbedder
 
 
 class CountingEmbedder(FakeEmbedder):
@@ -24,7 +24,10 @@ class CountingEmbedder(FakeEmbedder):
 
 def _chunks(n: int = 50, distinct: int = 40) -> list[Chunk]:
     texts = [f"paragraph {i % distinct} about turbine blade {i % distinct * 7} and its coating" for i in range(n)]
-    return [Chunk(f"ch_{i:03d}", f"doc{i % 6}.md", i, t, 0, len(t), None, None, content_hash(t)) for i, t in enumerate(texts)]
+    return [
+        Chunk(f"ch_{i:03d}", f"doc{i % 6}.md", i, t, 0, len(t), None, None, content_hash(t))
+        for i, t in enumerate(texts)
+    ]
 
 
 def _rows(table) -> dict[str, np.ndarray]:  # type: ignore[no-untyped-def]
@@ -73,7 +76,9 @@ def test_the_diff_from_arrow_keys_equals_the_diff_from_chunks(tmp_path: Path) ->
     table = store.open_table(db, FakeEmbedder.tag, FakeEmbedder.dims)
     wanted = chunks[4:]  # ids 0-3 left the corpus
     by_chunks = store.diff_vectors(table, wanted)
-    by_arrow = store.diff_vectors(table, store.chunk_keys([store.ChunkKey(c.chunk_id, c.doc_id, c.content_hash) for c in wanted]))
+    by_arrow = store.diff_vectors(
+        table, store.chunk_keys([store.ChunkKey(c.chunk_id, c.doc_id, c.content_hash) for c in wanted])
+    )
     for d in (by_chunks, by_arrow):
         assert sorted(d.stale.to_pylist()) == [c.chunk_id for c in chunks[:4]]
         assert d.kept == 8
@@ -85,7 +90,9 @@ def test_the_diff_from_arrow_keys_equals_the_diff_from_chunks(tmp_path: Path) ->
         for c in new:
             if c.content_hash not in in_table:
                 firsts.setdefault(c.content_hash, c.chunk_id)
-        assert d.fresh_keys()["chunk_id"].to_pylist() == [c.chunk_id for c in new if firsts.get(c.content_hash) == c.chunk_id]
+        assert d.fresh_keys()["chunk_id"].to_pylist() == [
+            c.chunk_id for c in new if firsts.get(c.content_hash) == c.chunk_id
+        ]
         assert d.reused == len(new) - len(firsts)
 
 
@@ -100,8 +107,23 @@ def test_the_warehouse_text_loader_returns_exactly_a_slice_spanning_documents(tm
         for tag in ("mine", "other"):
             con.executemany(
                 "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [[tag, c.chunk_id, c.doc_id, c.seq, f"{tag}: {c.text}", c.start_char, c.end_char, None, None,
-                  c.content_hash, "sha", "r"] for c in chunks],
+                [
+                    [
+                        tag,
+                        c.chunk_id,
+                        c.doc_id,
+                        c.seq,
+                        f"{tag}: {c.text}",
+                        c.start_char,
+                        c.end_char,
+                        None,
+                        None,
+                        c.content_hash,
+                        "sha",
+                        "r",
+                    ]
+                    for c in chunks
+                ],
             )
         wanted = [c for c in chunks if c.doc_id in ("doc1.md", "doc4.md") and c.seq % 2 == 0]  # docs 2, 3 lie between
         texts = chunk_text_loader(con, "mine")([c.chunk_id for c in wanted], [c.doc_id for c in wanted])

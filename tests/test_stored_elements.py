@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 
 from ragpipe.chunk import chunk_document
-from ragpipe.parse import element_offsets, elements_from_json, parse_file, shared_pool, stored_elements_json
+from ragpipe.parse import element_offsets, elements_from_json, parse_file, stored_elements_json
+from ragpipe.parse_pool import shared_pool
 from ragpipe.settings import ChunkerSettings
+
+pytestmark = [pytest.mark.slow]
 
 CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
 
@@ -31,13 +34,22 @@ def test_stored_form_is_small_and_rebuilds_the_same_elements_and_chunks(parsed: 
         assert len(stored) < len(elements_to_json(doc.elements)) / 2
         back = elements_from_json(stored, doc.text)
         assert [(e.category, e.text, e.id, e.metadata.to_dict()) for e in back] == [
-            (e.category, e.text, e.id, {k: v for k, v in e.metadata.to_dict().items()
-                                        if k not in ("filename", "file_directory", "filetype", "languages", "last_modified")})
+            (
+                e.category,
+                e.text,
+                e.id,
+                {
+                    k: v
+                    for k, v in e.metadata.to_dict().items()
+                    if k not in ("filename", "file_directory", "filetype", "languages", "last_modified")
+                },
+            )
             for e in doc.elements
         ]
         for cfg in (ChunkerSettings(), ChunkerSettings(strategy="basic", max_characters=300, new_after_n_chars=300)):
             assert chunk_document("d", doc.text, back, element_offsets(back), cfg) == chunk_document(
-                "d", doc.text, doc.elements, doc.offsets, cfg)
+                "d", doc.text, doc.elements, doc.offsets, cfg
+            )
 
 
 def test_worker_parse_equals_in_process_parse(parsed: list) -> None:

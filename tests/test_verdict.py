@@ -15,21 +15,50 @@ TAG = "minilm-bcfe46d6"
 
 
 def _neg(trap_value: str | None = "$48.7 million", tag: str | None = TAG) -> GoldenTest:
-    return GoldenTest("neg_01", "What was revenue in Q3 2022?", "not in documents", "negative", 1, ["ch_trap"],
-                      "Revenue was $48.7 million for Q3 2023.", "reports/q3-2023.md", trap_value, tag, "2026-01-01")
+    return GoldenTest(
+        "neg_01",
+        "What was revenue in Q3 2022?",
+        "not in documents",
+        "negative",
+        1,
+        ["ch_trap"],
+        "Revenue was $48.7 million for Q3 2023.",
+        "reports/q3-2023.md",
+        trap_value,
+        tag,
+        "2026-01-01",
+    )
 
 
 def _pos(expected: str = "$48.7 million", tag: str | None = TAG) -> GoldenTest:
-    return GoldenTest("pos_01", "What was revenue in Q3 2023?", expected, "positive", 2, ["ch_ev"],
-                      "Revenue was $48.7 million for Q3 2023.", "reports/q3-2023.md", None, tag, "2026-01-01")
+    return GoldenTest(
+        "pos_01",
+        "What was revenue in Q3 2023?",
+        expected,
+        "positive",
+        2,
+        ["ch_ev"],
+        "Revenue was $48.7 million for Q3 2023.",
+        "reports/q3-2023.md",
+        None,
+        tag,
+        "2026-01-01",
+    )
 
 
 def _ans(text: str, error: str | None = None) -> Answer:
     return Answer(text=text, latency_s=0.01, input_tokens=10, output_tokens=3, error=error)
 
 
-def _decide(test: GoldenTest, answer: str, retrieved: list[str], ids: tuple[str, ...] | None = None,
-            status: str = "unchanged", error: str | None = None, tag: str = TAG):
+def _decide(
+    test: GoldenTest,
+    answer: str,
+    retrieved: list[str],
+    ids: tuple[str, ...] | None = None,
+    status: str = "unchanged",
+    error: str | None = None,
+    tag: str = TAG,
+):
     anchor = tuple(test.anchor_ids) if ids is None else ids
     return decide(test, anchor, status, retrieved, _ans(answer, error), REFUSALS, tag)
 
@@ -88,17 +117,36 @@ def test_answer_error() -> None:
     assert _decide(_pos(), "$48.7 million", ["ch_ev"], error="HTTP 500").verdict == "error"
 
 
-@pytest.mark.parametrize("answer", ["not in documents", "Not in the documents.", "I don\u2019t know",
-                                    "This cannot be answered; the documents only cover 2023 at 15%."])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "not in documents",
+        "Not in the documents.",
+        "I don\u2019t know",
+        "This cannot be answered; the documents only cover 2023 at 15%.",
+    ],
+)
 def test_negative_refusal_passes(answer: str) -> None:
     v = _decide(_neg(), answer, ["ch_1", "ch_trap"])
-    assert (v.verdict, v.refused, v.took_trap, v.matched_by, v.anchor_retrieved) == ("pass", True, False, "refusal", True)
+    assert (v.verdict, v.refused, v.took_trap, v.matched_by, v.anchor_retrieved) == (
+        "pass",
+        True,
+        False,
+        "refusal",
+        True,
+    )
 
 
 @pytest.mark.parametrize(
     "answer",
-    ["$48.7 million", "Revenue was $48.7M.", "48.7 million dollars", "It was 48,700,000.",
-     "Not in documents, but it was $48.7 million.", "The documents don't say. Revenue was $48.7 million."],
+    [
+        "$48.7 million",
+        "Revenue was $48.7M.",
+        "48.7 million dollars",
+        "It was 48,700,000.",
+        "Not in documents, but it was $48.7 million.",
+        "The documents don't say. Revenue was $48.7 million.",
+    ],
 )
 def test_negative_stating_the_trap_fails_as_took_the_trap(answer: str) -> None:
     v = _decide(_neg(), answer, ["ch_trap"])
@@ -125,8 +173,10 @@ def test_took_trap_is_word_bounded() -> None:
     assert not took_trap("not in documents", None)
 
 
-@pytest.mark.parametrize(("answer", "how"), [("$48.7 million", "exact"), ("Revenue was $48.7 million.", "contains"),
-                                             ("About $48.7M", "numeric")])
+@pytest.mark.parametrize(
+    ("answer", "how"),
+    [("$48.7 million", "exact"), ("Revenue was $48.7 million.", "contains"), ("About $48.7M", "numeric")],
+)
 def test_positive_matching_passes(answer: str, how: str) -> None:
     v = _decide(_pos(), answer, ["ch_ev"])
     assert (v.verdict, v.matched_by) == ("pass", how)
@@ -148,8 +198,9 @@ def test_positive_wrong_answer_fails() -> None:
     assert v.verdict == "fail" and "does not state" in v.reason
 
 
-@pytest.mark.parametrize(("test_tag", "current", "unverified"),
-                         [(TAG, TAG, False), ("minilm-00000000", TAG, True), (None, TAG, True)])
+@pytest.mark.parametrize(
+    ("test_tag", "current", "unverified"), [(TAG, TAG, False), ("minilm-00000000", TAG, True), (None, TAG, True)]
+)
 def test_unverified_iff_embedder_tag_differs(test_tag: str | None, current: str, unverified: bool) -> None:
     for retrieved in (["ch_trap"], []):
         v = _decide(_neg(tag=test_tag), "not in documents", retrieved, tag=current)
@@ -170,9 +221,13 @@ ids = st.text(alphabet="abcdef0123456789_", min_size=1, max_size=6)
     status=st.sampled_from(["new", "unchanged", "moved", "split", "missing", "no_quote"]),
     error=st.none() | st.text(min_size=1, max_size=10),
 )
-def test_property_anchor_not_all_retrieved_is_did_not_run(answer, negative, anchor, others, keep, status, error) -> None:
+def test_property_anchor_not_all_retrieved_is_did_not_run(
+    answer, negative, anchor, others, keep, status, error
+) -> None:
     # Keep a strict subset of the anchor ids in the retrieved list (possibly none), shuffled among other ids.
-    kept = keep.draw(st.lists(st.sampled_from(anchor), unique=True, max_size=len(anchor) - 1)) if len(anchor) > 1 else []
+    kept = (
+        keep.draw(st.lists(st.sampled_from(anchor), unique=True, max_size=len(anchor) - 1)) if len(anchor) > 1 else []
+    )
     retrieved = keep.draw(st.permutations([o for o in others if o not in anchor] + kept))
     test = _neg() if negative else _pos()
     v = decide(test, tuple(anchor), status, list(retrieved), _ans(answer, error), REFUSALS, TAG)

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from conftest import ROOT, make_project
 
 from ragpipe.cli import main
 from ragpipe.sql import run_sql
 
-from conftest import ROOT, make_project
+pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.model]
 
 DOC = ROOT / "docs" / "warehouse.md"
 
@@ -69,7 +70,12 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
         mp.undo()
     db = p.settings().duckdb_path
     with duckdb.connect(str(db), read_only=True) as con:
-        assert con.execute("SELECT count(DISTINCT embedder_tag) FROM eval_runs WHERE verdict_run_id IS NOT NULL").fetchone()[0] == 2
+        assert (
+            con.execute(
+                "SELECT count(DISTINCT embedder_tag) FROM eval_runs WHERE verdict_run_id IS NOT NULL"
+            ).fetchone()[0]
+            == 2
+        )
     return db
 
 
@@ -137,16 +143,39 @@ def test_examples_agree_with_the_stored_figures(con: duckdb.DuckDBPyConnection) 
 
 def test_every_table_and_view_is_documented(con: duckdb.DuckDBPyConnection) -> None:
     text = DOC.read_text(encoding="utf-8")
-    names = [r[0] for r in con.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY table_name").fetchall()]
+    names = [
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY table_name"
+        ).fetchall()
+    ]
     assert {"verdicts", "latest_verdicts", "_migrations"} <= set(names)
     missing = [n for n in names if not re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", text)]
     assert not missing, f"docs/warehouse.md does not mention these tables or views: {missing}"
     # the tables and views of the ragpipe evaluation each have their own section
-    for name in ("corpus_files", "documents", "ingest_errors", "chunks", "embeddings", "stage_runs", "golden_tests",
-                 "stamps", "eval_runs", "retrievals", "answers", "verdicts", "latest_eval_run", "latest_verdicts",
-                 "did_not_run", "unverified", "latest_stamps", "stamp_changes", "verdict_history", "eval_run_summary",
-                 "_migrations"):
+    for name in (
+        "corpus_files",
+        "documents",
+        "ingest_errors",
+        "chunks",
+        "embeddings",
+        "stage_runs",
+        "golden_tests",
+        "stamps",
+        "eval_runs",
+        "retrievals",
+        "answers",
+        "verdicts",
+        "latest_eval_run",
+        "latest_verdicts",
+        "did_not_run",
+        "unverified",
+        "latest_stamps",
+        "stamp_changes",
+        "verdict_history",
+        "eval_run_summary",
+        "_migrations",
+    ):
         assert name in names and f"### {name}\n" in text, name
     # and every migration file is named in the Migrations section
     files = sorted(p.name for p in (ROOT / "ragpipe" / "migrations").glob("[0-9][0-9][0-9]_*.sql"))
@@ -155,14 +184,21 @@ def test_every_table_and_view_is_documented(con: duckdb.DuckDBPyConnection) -> N
     assert all(f in text for f in files), files
 
 
-def test_ragpipe_sql_waits_then_says_a_run_is_writing(warehouse: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_ragpipe_sql_waits_then_says_a_run_is_writing(
+    warehouse: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The lock rule as documented: a writer in another process makes `ragpipe sql` give up after --wait."""
     db = tmp_path / "ragpipe.duckdb"
     db.write_bytes(warehouse.read_bytes())
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('locked', flush=True); time.sleep(60)", str(db)],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('locked', flush=True); time.sleep(60)",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"

@@ -64,7 +64,9 @@ def test_spill_files_go_beside_the_warehouse(tmp_path: Path) -> None:
 
 
 def _cached_mb(con) -> float:
-    return con.execute("SELECT coalesce(sum(memory_usage_bytes), 0) / 2**20 FROM duckdb_memory() WHERE tag = 'BASE_TABLE'").fetchall()[0][0]
+    return con.execute(
+        "SELECT coalesce(sum(memory_usage_bytes), 0) / 2**20 FROM duckdb_memory() WHERE tag = 'BASE_TABLE'"
+    ).fetchall()[0][0]
 
 
 def _limit(con) -> str:
@@ -75,7 +77,9 @@ def test_the_block_cache_is_dropped_and_the_memory_limit_kept(tmp_path: Path) ->
     # DuckDB keeps what a query read until its memory limit: a stage reading every document would hold the corpus.
     path = tmp_path / "w.duckdb"
     with connect(path) as con:
-        con.execute("CREATE TABLE docs AS SELECT range AS id, md5(range::VARCHAR) || repeat('x', 2000) AS text FROM range(20000)")
+        con.execute(
+            "CREATE TABLE docs AS SELECT range AS id, md5(range::VARCHAR) || repeat('x', 2000) AS text FROM range(20000)"
+        )
     with connect(path) as con:
         default = _limit(con)
         assert con.execute("SELECT sum(length(text)) FROM docs").fetchall()[0][0] > 40_000_000

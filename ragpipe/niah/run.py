@@ -1,4 +1,4 @@
-"""Needle in a haystack: build haystacks and trials, evaluate the subjects, store rows, report and draw heatmaps.
+"""Needle in a haystack: build haystacks and trials, evaluate the subjects, store rows.
 
 Subjects:
 - retrieval: the haystack is chunked (ragpipe.chunk with the [chunker] settings), embedded into LanceDB
@@ -23,31 +23,18 @@ from typing import Any, Callable
 import duckdb
 
 from ragpipe.answer import Answer, ExtractiveAnswerer, load_answerer
-from ragpipe.niah import (
-    IMPL_VERSION,
-    Haystack,
+from ragpipe.niah.haystack import Haystack, Tokenizer, build_haystack, load_tokenizer, place_needle, source_paragraphs
+from ragpipe.niah.needles import (
     Needle,
-    NiahSettings,
     Placement,
-    Tokenizer,
-    build_haystack,
-    evidence_contains,
-    extract_json,
-    haystack_dir,
-    load_tokenizer,
     locate_prompt,
     make_needles,
-    niah_settings,
-    off_theme_dir,
-    place_needle,
     question_text,
     reasoning_prompt,
-    score_answer,
-    score_reasoning,
-    source_paragraphs,
     structured_prompt,
-    sub_seed,
 )
+from ragpipe.niah.scoring import evidence_contains, extract_json, score_answer, score_reasoning
+from ragpipe.niah.settings import IMPL_VERSION, NiahSettings, haystack_dir, niah_settings, off_theme_dir, sub_seed
 from ragpipe.settings import Settings
 from ragpipe.warehouse import transaction
 
@@ -65,8 +52,17 @@ def _noop(*_: Any) -> None:
 
 # ------------------------------------------------------------------------------------------------- haystacks
 def haystack_key(settings: Settings, ns: NiahSettings, docs: list[list[str]], off: list[str] | None) -> str:
-    payload = json.dumps({"impl": IMPL_VERSION, "seed": ns.seed, "tokenizer": ns.tokenizer, "ratio": ns.off_theme_ratio,
-                          "docs": docs, "off": off}, sort_keys=True)
+    payload = json.dumps(
+        {
+            "impl": IMPL_VERSION,
+            "seed": ns.seed,
+            "tokenizer": ns.tokenizer,
+            "ratio": ns.off_theme_ratio,
+            "docs": docs,
+            "off": off,
+        },
+        sort_keys=True,
+    )
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -86,39 +82,70 @@ def build_haystacks(
     tok = load_tokenizer(ns.tokenizer)
     src, docs, off = _sources(settings, ns)
     key = haystack_key(settings, ns, docs, off)
-    have = {(r[0], r[1]) for r in con.execute(
-        "SELECT length_target, rep FROM niah_haystacks WHERE haystack_key = ?", [key]).fetchall()}
+    have = {
+        (r[0], r[1])
+        for r in con.execute("SELECT length_target, rep FROM niah_haystacks WHERE haystack_key = ?", [key]).fetchall()
+    }
     todo = [(n, r) for n in ns.lengths for r in range(ns.repetitions) if (n, r) not in have]
     built: list[Haystack] = []
     for i, (n, r) in enumerate(todo):
         h = build_haystack(docs, n, r, ns.seed, tok, ns.off_theme_ratio, off, source=str(src))
         built.append(h)
         progress("haystacks", i + 1, len(todo))
-        log(f"haystack {n} tokens rep {r}: {h.n_tokens} tokens, {h.n_paragraphs} paragraphs "
-            f"({h.n_off_theme} off-theme) in {h.build_seconds:.2f} s")
+        log(
+            f"haystack {n} tokens rep {r}: {h.n_tokens} tokens, {h.n_paragraphs} paragraphs "
+            f"({h.n_off_theme} off-theme) in {h.build_seconds:.2f} s"
+        )
     if built:
         with transaction(con):
             con.executemany(
                 "INSERT OR REPLACE INTO niah_haystacks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
-                [[key, h.length_target, h.rep, h.seed, h.tokenizer, h.source, h.n_tokens, len(h.text), h.n_paragraphs,
-                  h.n_off_theme, h.repeats, h.sha256, h.text, h.build_seconds, run_id] for h in built],
+                [
+                    [
+                        key,
+                        h.length_target,
+                        h.rep,
+                        h.seed,
+                        h.tokenizer,
+                        h.source,
+                        h.n_tokens,
+                        len(h.text),
+                        h.n_paragraphs,
+                        h.n_off_theme,
+                        h.repeats,
+                        h.sha256,
+                        h.text,
+                        h.build_seconds,
+                        run_id,
+                    ]
+                    for h in built
+                ],
             )
     rows = con.execute(
         "SELECT count(*), sum(n_tokens), max(build_seconds) FROM niah_haystacks WHERE haystack_key = ?", [key]
     ).fetchone()
-    return {"haystack_key": key, "source": str(src), "tokenizer": tok.name, "haystacks": rows[0],
-            "built_this_run": len(built), "total_tokens": int(rows[1] or 0),
-            "max_build_seconds": round(float(rows[2] or 0.0), 3)}
+    return {
+        "haystack_key": key,
+        "source": str(src),
+        "tokenizer": tok.name,
+        "haystacks": rows[0],
+        "built_this_run": len(built),
+        "total_tokens": int(rows[1] or 0),
+        "max_build_seconds": round(float(rows[2] or 0.0), 3),
+    }
 
 
-def load_haystacks(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop) -> tuple[str, dict[tuple[int, int], Haystack]]:
+def load_haystacks(
+    settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop
+) -> tuple[str, dict[tuple[int, int], Haystack]]:
     ns = niah_settings(settings)
     stats = build_haystacks(settings, con, run_id, log)  # a no-op when they are stored
     key = stats["haystack_key"]
     out = {}
     for row in con.execute(
         "SELECT length_target, rep, seed, tokenizer, source, text, n_tokens, n_paragraphs, n_off_theme, repeats, "
-        "build_seconds FROM niah_haystacks WHERE haystack_key = ?", [key]
+        "build_seconds FROM niah_haystacks WHERE haystack_key = ?",
+        [key],
     ).fetchall():
         n, r = row[0], row[1]
         if n in ns.lengths and r < ns.repetitions:
@@ -149,10 +176,14 @@ class Trial:
         return (self.length_target, self.depth_target, self.rep, self.needle_type)
 
 
-def build_trials(ns: NiahSettings, haystacks: dict[tuple[int, int], Haystack], tok: Tokenizer, progress: Progress = _noop) -> list[Trial]:
+def build_trials(
+    ns: NiahSettings, haystacks: dict[tuple[int, int], Haystack], tok: Tokenizer, progress: Progress = _noop
+) -> list[Trial]:
     """Every (length, depth, repetition, needle type, method): a function of the seed only."""
     out: list[Trial] = []
-    cells = [(n, d, r, t) for n in ns.lengths for d in ns.depths for r in range(ns.repetitions) for t in ns.needle_types]
+    cells = [
+        (n, d, r, t) for n in ns.lengths for d in ns.depths for r in range(ns.repetitions) for t in ns.needle_types
+    ]
     for i, (n, d, r, t) in enumerate(cells):
         h = haystacks[(n, r)]
         seed = sub_seed(ns.seed, "trial", n, d, r, t)
@@ -161,8 +192,11 @@ def build_trials(ns: NiahSettings, haystacks: dict[tuple[int, int], Haystack], t
         sha = hashlib.sha256(pl.text.encode()).hexdigest()
         for m in ns.methods:
             tid = "nt_" + hashlib.sha256(f"{ns.seed}|{n}|{d}|{r}|{t}|{m}".encode()).hexdigest()[:14]
-            out.append(Trial(tid, n, d, r, t, m, seed, needle, tuple(distractors), pl, h.n_tokens, sha,
-                             question_text(needle, m)))
+            out.append(
+                Trial(
+                    tid, n, d, r, t, m, seed, needle, tuple(distractors), pl, h.n_tokens, sha, question_text(needle, m)
+                )
+            )
         progress("trials", i + 1, len(cells))
     return out
 
@@ -218,21 +252,52 @@ def _fields_json(n: Needle) -> dict[str, Any]:
 
 def _row_base(t: Trial, subject: str, answerer_label: str, tok: Tokenizer, ns: NiahSettings) -> dict[str, Any]:
     return {
-        "trial_id": t.trial_id, "subject": subject, "answerer": answerer_label, "tokenizer": tok.name, "seed": t.seed,
-        "length_target": t.length_target, "filler_tokens": t.filler_tokens, "haystack_tokens": t.placement.n_tokens,
-        "depth_target": t.depth_target, "depth_actual": t.placement.depth,
-        "offset_requested": t.placement.offset_requested, "offset_actual": t.placement.offset,
-        "offset2_actual": t.placement.offset2, "rep": t.rep, "needle_type": t.needle_type,
-        "surface": t.needle.surface, "method": t.method, "needle_key": t.needle.key, "needle_text": t.needle.text,
-        "question": t.question, "expected_json": json.dumps(t.needle.fields, sort_keys=True),
+        "trial_id": t.trial_id,
+        "subject": subject,
+        "answerer": answerer_label,
+        "tokenizer": tok.name,
+        "seed": t.seed,
+        "length_target": t.length_target,
+        "filler_tokens": t.filler_tokens,
+        "haystack_tokens": t.placement.n_tokens,
+        "depth_target": t.depth_target,
+        "depth_actual": t.placement.depth,
+        "offset_requested": t.placement.offset_requested,
+        "offset_actual": t.placement.offset,
+        "offset2_actual": t.placement.offset2,
+        "rep": t.rep,
+        "needle_type": t.needle_type,
+        "surface": t.needle.surface,
+        "method": t.method,
+        "needle_key": t.needle.key,
+        "needle_text": t.needle.text,
+        "question": t.question,
+        "expected_json": json.dumps(t.needle.fields, sort_keys=True),
         "distractors_json": json.dumps([_fields_json(d) for d in t.distractors], sort_keys=True),
-        "n_distractors": len(t.distractors), "off_theme_ratio": ns.off_theme_ratio,
-        "haystack_sha256": t.haystack_sha256, "window_tokens": None, "input_tokens_est": None,
-        "status": "scored", "answer": None, "answer_format": None, "schema_ok": None, "exact": None,
-        "field_score": None, "refused": None, "hallucinated": None, "distractor_hit": None, "output_chars": None,
-        "input_tokens": None, "output_tokens": None, "latency_s": None, "retrieval_score": None,
-        "reasoning_task": t.needle.reasoning.kind, "reasoning_answer": None, "reasoning_score": None,
-        "retrieved_ranks": None, "error": None,
+        "n_distractors": len(t.distractors),
+        "off_theme_ratio": ns.off_theme_ratio,
+        "haystack_sha256": t.haystack_sha256,
+        "window_tokens": None,
+        "input_tokens_est": None,
+        "status": "scored",
+        "answer": None,
+        "answer_format": None,
+        "schema_ok": None,
+        "exact": None,
+        "field_score": None,
+        "refused": None,
+        "hallucinated": None,
+        "distractor_hit": None,
+        "output_chars": None,
+        "input_tokens": None,
+        "output_tokens": None,
+        "latency_s": None,
+        "retrieval_score": None,
+        "reasoning_task": t.needle.reasoning.kind,
+        "reasoning_answer": None,
+        "reasoning_score": None,
+        "retrieved_ranks": None,
+        "error": None,
     }
 
 
@@ -263,8 +328,9 @@ def evaluate_subject(
             got = rc.retrieve(trials[idx[0]].placement.text, [trials[i].question for i in idx])
             for i, (texts, _ranks) in zip(idx, got):
                 contexts[i] = texts
-                holding = [r + 1 for r, c in enumerate(texts)
-                           if any(p.split("\n")[0] in c for p in trials[i].needle.parts)]
+                holding = [
+                    r + 1 for r, c in enumerate(texts) if any(p.split("\n")[0] in c for p in trials[i].needle.parts)
+                ]
                 rows[i]["retrieved_ranks"] = holding
                 rows[i]["retrieval_score"] = evidence_contains("\n\n".join(texts), trials[i].needle)
             progress(f"{subject}: retrieve", gi + 1, len(groups))
@@ -275,7 +341,11 @@ def evaluate_subject(
         for i, t in enumerate(trials):
             text = t.placement.text
             q_tokens = tok.count(structured_prompt(t.needle, t.method, refusal))
-            n_in = (len(counter(text)["input_ids"]) if counter is not None else t.placement.n_tokens) + q_tokens + PROMPT_OVERHEAD
+            n_in = (
+                (len(counter(text)["input_ids"]) if counter is not None else t.placement.n_tokens)
+                + q_tokens
+                + PROMPT_OVERHEAD
+            )
             rows[i]["input_tokens_est"] = n_in
             rows[i]["window_tokens"] = window or None
             budget = window - settings.answerer.openai.max_tokens if window else 0
@@ -315,14 +385,22 @@ def evaluate_subject(
             quotes[i] = q if isinstance(q, str) else ""
         second = _answer_all(
             answerer,
-            [(structured_prompt(trials[i].needle, "direct", refusal) if structured else trials[i].question, [quotes[i]])
-             for i in loc],
-            progress, f"{subject}: answer from the located quote",
+            [
+                (
+                    structured_prompt(trials[i].needle, "direct", refusal) if structured else trials[i].question,
+                    [quotes[i]],
+                )
+                for i in loc
+            ],
+            progress,
+            f"{subject}: answer from the located quote",
         )
         for i, a in zip(loc, second):
             answers[i].append(a)
-    log(f"{subject}: {len(todo)} trials answered in {time.perf_counter() - t0:.1f} s "
-        f"({len(trials) - len(todo)} overflow or truncated)")
+    log(
+        f"{subject}: {len(todo)} trials answered in {time.perf_counter() - t0:.1f} s "
+        f"({len(trials) - len(todo)} overflow or truncated)"
+    )
 
     # Score.
     follow: list[tuple[int, str, list[str]]] = []
@@ -330,17 +408,28 @@ def evaluate_subject(
         t, row, parts = trials[i], rows[i], answers[i]
         final = parts[-1]
         row.update(
-            answer=final.text, output_chars=len(final.text), latency_s=round(sum(a.latency_s for a in parts), 6),
-            input_tokens=sum(a.input_tokens for a in parts), output_tokens=sum(a.output_tokens for a in parts),
+            answer=final.text,
+            output_chars=len(final.text),
+            latency_s=round(sum(a.latency_s for a in parts), 6),
+            input_tokens=sum(a.input_tokens for a in parts),
+            output_tokens=sum(a.output_tokens for a in parts),
         )
         err = next((a.error for a in parts if a.error), None)
         if err:
             row.update(status="overflow" if _OVERFLOW_ERR.search(err) else "error", error=err)
             continue
-        s = score_answer(final.text, t.needle, list(t.distractors), phrases, structured=structured,
-                         with_quote=t.method == "cite")
-        row.update(answer_format=s.answer_format, schema_ok=s.schema_ok, exact=s.exact, field_score=s.field_score,
-                   refused=s.refused, hallucinated=s.hallucinated, distractor_hit=s.distractor_hit)
+        s = score_answer(
+            final.text, t.needle, list(t.distractors), phrases, structured=structured, with_quote=t.method == "cite"
+        )
+        row.update(
+            answer_format=s.answer_format,
+            schema_ok=s.schema_ok,
+            exact=s.exact,
+            field_score=s.field_score,
+            refused=s.refused,
+            hallucinated=s.hallucinated,
+            distractor_hit=s.distractor_hit,
+        )
         quote = quotes.get(i) if t.method == "locate" else (s.quote if t.method == "cite" else None)
         if subject == "full_context":
             row["retrieval_score"] = evidence_contains(quote, t.needle) if quote is not None else None
@@ -370,13 +459,53 @@ def _answer_all(answerer: Any, items: list[tuple[str, list[str]]], progress: Pro
 
 # ------------------------------------------------------------------------------------------------------ run
 COLUMNS = [
-    "run_id", "trial_id", "subject", "answerer", "tokenizer", "seed", "length_target", "filler_tokens",
-    "haystack_tokens", "depth_target", "depth_actual", "offset_requested", "offset_actual", "offset2_actual", "rep",
-    "needle_type", "surface", "method", "needle_key", "needle_text", "question", "expected_json", "distractors_json",
-    "n_distractors", "off_theme_ratio", "haystack_sha256", "window_tokens", "input_tokens_est", "status", "answer",
-    "answer_format", "schema_ok", "exact", "field_score", "refused", "hallucinated", "distractor_hit", "output_chars",
-    "input_tokens", "output_tokens", "latency_s", "retrieval_score", "reasoning_task", "reasoning_answer",
-    "reasoning_score", "retrieved_ranks", "error",
+    "run_id",
+    "trial_id",
+    "subject",
+    "answerer",
+    "tokenizer",
+    "seed",
+    "length_target",
+    "filler_tokens",
+    "haystack_tokens",
+    "depth_target",
+    "depth_actual",
+    "offset_requested",
+    "offset_actual",
+    "offset2_actual",
+    "rep",
+    "needle_type",
+    "surface",
+    "method",
+    "needle_key",
+    "needle_text",
+    "question",
+    "expected_json",
+    "distractors_json",
+    "n_distractors",
+    "off_theme_ratio",
+    "haystack_sha256",
+    "window_tokens",
+    "input_tokens_est",
+    "status",
+    "answer",
+    "answer_format",
+    "schema_ok",
+    "exact",
+    "field_score",
+    "refused",
+    "hallucinated",
+    "distractor_hit",
+    "output_chars",
+    "input_tokens",
+    "output_tokens",
+    "latency_s",
+    "retrieval_score",
+    "reasoning_task",
+    "reasoning_answer",
+    "reasoning_score",
+    "retrieved_ranks",
+    "error",
 ]
 
 
@@ -413,9 +542,20 @@ def run_trials(
             "INSERT INTO niah_runs (run_id, started_at, trigger, seed, niah_settings, haystack_key, haystack_source, "
             "subjects, tokenizer, answerer_label, embedder_tag, chunker_tag, retriever) "
             "VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [run_id, trigger, ns.seed, json.dumps(dataclasses.asdict(ns), sort_keys=True), key,
-             str(haystack_dir(settings, ns)), list(ns.subjects), tok.name, answerer.label,
-             None, settings.chunker_tag, json.dumps(dataclasses.asdict(settings.retriever))],
+            [
+                run_id,
+                trigger,
+                ns.seed,
+                json.dumps(dataclasses.asdict(ns), sort_keys=True),
+                key,
+                str(haystack_dir(settings, ns)),
+                list(ns.subjects),
+                tok.name,
+                answerer.label,
+                None,
+                settings.chunker_tag,
+                json.dumps(dataclasses.asdict(settings.retriever)),
+            ],
         )
     rows: list[dict[str, Any]] = []
     embedder_tag = None
@@ -442,178 +582,14 @@ def run_trials(
     scored = [r for r in rows if r["status"] == "scored"]
     log(f"niah run {run_id}: {len(rows)} trial rows in {secs:.1f} s ({len(rows) / max(secs, 1e-9):.2f}/s), {by_status}")
     return {
-        "run_id": run_id, "trials": len(trials), "rows": len(rows), "seconds": round(secs, 2),
-        "trials_per_s": round(len(rows) / secs, 3) if secs > 0 else None, **{f"status_{k}": v for k, v in by_status.items()},
+        "run_id": run_id,
+        "trials": len(trials),
+        "rows": len(rows),
+        "seconds": round(secs, 2),
+        "trials_per_s": round(len(rows) / secs, 3) if secs > 0 else None,
+        **{f"status_{k}": v for k, v in by_status.items()},
         "exact": round(sum(r["exact"] for r in scored) / len(scored), 4) if scored else None,
-        "haystack_key": key, "tokenizer": tok.name, "answerer": answerer.label,
+        "haystack_key": key,
+        "tokenizer": tok.name,
+        "answerer": answerer.label,
     }
-
-
-# --------------------------------------------------------------------------------------------------- report
-METRICS = {  # metric -> (column in niah_cells, higher is better)
-    "exact": ("exact", True),
-    "field_score": ("field_score", True),
-    "refusal_rate": ("refusal_rate", False),
-    "hallucination_rate": ("hallucination_rate", False),
-    "retrieval_score": ("retrieval_score", True),
-    "reasoning_score": ("reasoning_score", True),
-}
-EFFECTIVE_METRICS = ("exact", "field_score", "retrieval_score")
-
-
-def latest_run_id(con: duckdb.DuckDBPyConnection) -> str | None:
-    row = con.execute("SELECT run_id FROM latest_niah_run").fetchone()
-    return row[0] if row else None
-
-
-def cells(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
-    cur = con.execute("SELECT * FROM niah_cells WHERE run_id = ? ORDER BY subject, length_target, depth_target", [run_id])
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, r)) for r in cur.fetchall()]
-
-
-def effective_length(by_length: dict[int, float | None], overflow: dict[int, float], threshold: float) -> int | None:
-    """The longest length such that it and every shorter length score at least `threshold` (RULER's definition,
-    made monotone); a length that overflowed the window ends the run. None when the shortest already fails."""
-    best = None
-    for n in sorted(by_length):
-        v = by_length[n]
-        if overflow.get(n, 0.0) >= 0.5 or v is None or v < threshold:
-            break
-        best = n
-    return best
-
-
-def bias_flags(grid: dict[tuple[int, float], float | None], threshold: float) -> dict[str, Any]:
-    """Positional bias (middle depths below both edges by more than `threshold`, per length) told apart from a smooth
-    decline with length (the per-length means fall by more than `threshold` from the shortest to the longest)."""
-    lengths = sorted({n for n, _ in grid})
-    depths = sorted({d for _, d in grid})
-    per_length = {}
-    biased = []
-    for n in lengths:
-        vals = {d: grid.get((n, d)) for d in depths}
-        known = {d: v for d, v in vals.items() if v is not None}
-        if known:
-            per_length[n] = sum(known.values()) / len(known)
-        if len(depths) < 3:
-            continue
-        edges = [known.get(depths[0]), known.get(depths[-1])]
-        middle = [known[d] for d in depths[1:-1] if d in known]
-        if None in edges or not middle:
-            continue
-        gap = sum(edges) / 2 - sum(middle) / len(middle)  # type: ignore[arg-type]
-        if gap > threshold:
-            biased.append({"length": n, "edges": round(sum(edges) / 2, 3), "middle": round(sum(middle) / len(middle), 3),  # type: ignore[arg-type]
-                           "gap": round(gap, 3)})
-    ls = sorted(per_length)
-    drop = per_length[ls[0]] - per_length[ls[-1]] if len(ls) >= 2 else 0.0
-    steps = [per_length[a] - per_length[b] for a, b in zip(ls, ls[1:])]
-    smooth = drop > threshold and all(s >= -threshold / 2 for s in steps)
-    pattern = ("positional_bias+length_decline" if biased and drop > threshold else "positional_bias" if biased
-               else ("length_decline" if smooth else "irregular_decline") if drop > threshold else "flat")
-    return {"pattern": pattern, "positional_bias": biased, "length_decline": round(drop, 3), "smooth_decline": smooth,
-            "per_length": {str(k): round(v, 3) for k, v in per_length.items()}}
-
-
-def heatmap(grid: dict[tuple[int, float], float | None], overflow: dict[tuple[int, float], float], title: str,
-            path: Path, higher_is_better: bool = True) -> Path:
-    """Depth (rows) x length (columns), like the original NIAH figure; overflowed cells are grey and say so."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    lengths = sorted({n for n, _ in grid} | {n for n, _ in overflow})
-    depths = sorted({d for _, d in grid} | {d for _, d in overflow})
-    data = np.full((len(depths), len(lengths)), np.nan)
-    for (n, d), v in grid.items():
-        if v is not None:
-            data[depths.index(d), lengths.index(n)] = v
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 + 1.1 * len(lengths)), 1.4 + 0.55 * len(depths)), dpi=110)
-    cmap = matplotlib.colormaps["RdYlGn" if higher_is_better else "RdYlGn_r"].with_extremes(bad="#bbbbbb")
-    im = ax.imshow(np.ma.masked_invalid(data), cmap=cmap, vmin=0, vmax=1, aspect="auto")
-    for yi, d in enumerate(depths):
-        for xi, n in enumerate(lengths):
-            v = data[yi, xi]
-            if overflow.get((n, d), 0.0) >= 0.5:
-                label = "overflow"
-            else:
-                label = "-" if np.isnan(v) else f"{v:.2f}"
-            ax.text(xi, yi, label, ha="center", va="center", fontsize=8)
-    ax.set_xticks(range(len(lengths)), [f"{n // 1000}K" if n >= 1000 else str(n) for n in lengths])
-    ax.set_yticks(range(len(depths)), [f"{d:g}%" for d in depths])
-    ax.set_xlabel("haystack length (tokens)")
-    ax.set_ylabel("needle depth")
-    ax.set_title(title, fontsize=9)
-    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
-
-
-def report(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str | None = None,
-           out_dir: Path | None = None, log: Log = _noop) -> dict[str, Any]:
-    """Effective length per subject and metric, positional-bias flags, and one heatmap PNG per subject and metric."""
-    ns = niah_settings(settings)
-    run_id = run_id or latest_run_id(con)
-    if run_id is None:
-        raise RuntimeError("no finished NIAH run in the warehouse; run `ragpipe niah run` first")
-    rows = cells(con, run_id)
-    out_dir = out_dir or settings.warehouse_dir / "niah" / run_id
-    result: dict[str, Any] = {"run_id": run_id, "subjects": {}, "heatmaps": []}
-    for subject in sorted({r["subject"] for r in rows}):
-        srows = [r for r in rows if r["subject"] == subject]
-        over = {(r["length_target"], r["depth_target"]): r["overflow_rate"] or 0.0 for r in srows}
-        over_len: dict[int, float] = {}
-        for n in {r["length_target"] for r in srows}:
-            vals = [r["overflow_rate"] or 0.0 for r in srows if r["length_target"] == n]
-            over_len[n] = sum(vals) / len(vals)
-        info: dict[str, Any] = {"effective_length": {}, "bias": {}, "overflow_lengths": sorted(n for n, v in over_len.items() if v >= 0.5)}
-        for metric, (col, higher) in METRICS.items():
-            grid = {(r["length_target"], r["depth_target"]): (None if r[col] is None else float(r[col])) for r in srows}
-            if all(v is None for v in grid.values()):
-                continue
-            png = heatmap(grid, over, f"{subject}: {metric}\nrun {run_id}", out_dir / f"{subject}_{metric}.png", higher)
-            result["heatmaps"].append(str(png))
-            if metric in EFFECTIVE_METRICS:
-                by_len: dict[int, float | None] = {}
-                for n in sorted({k[0] for k in grid}):
-                    vals = [v for (m, _), v in grid.items() if m == n and v is not None]
-                    by_len[n] = sum(vals) / len(vals) if vals else None
-                info["effective_length"][metric] = effective_length(by_len, over_len, ns.effective_threshold)
-                info["bias"][metric] = bias_flags(grid, ns.bias_threshold)
-        result["subjects"][subject] = info
-    with transaction(con):
-        con.execute("UPDATE niah_runs SET report_json = ? WHERE run_id = ?", [json.dumps(result, sort_keys=True), run_id])
-    log(f"niah report for {run_id}: {len(result['heatmaps'])} heatmaps under {out_dir}")
-    return result
-
-
-def render_text(result: dict[str, Any], con: duckdb.DuckDBPyConnection, threshold: float) -> str:
-    lines = [f"NIAH run {result['run_id']}"]
-    run = con.execute("SELECT n_trials, seconds, trials_per_s, tokenizer, answerer_label, embedder_tag FROM niah_runs "
-                      "WHERE run_id = ?", [result["run_id"]]).fetchone()
-    if run:
-        lines.append(f"  {run[0]} trial rows in {run[1]:.1f} s ({run[2]:.2f}/s); tokenizer {run[3]}; answerer {run[4]}; "
-                     f"embedder {run[5] or '-'}")
-    for subject, info in result["subjects"].items():
-        lines.append(f"\n{subject.upper()}")
-        for (col, _) in [("exact", 0), ("field_score", 0), ("retrieval_score", 0), ("refusal_rate", 0), ("hallucination_rate", 0)]:
-            rows = con.execute(
-                f"SELECT length_target, avg({col}) FROM niah_cells WHERE run_id = ? AND subject = ? GROUP BY 1 ORDER BY 1",
-                [result["run_id"], subject]).fetchall()
-            vals = "  ".join(f"{n}: {'-' if v is None else f'{v:.2f}'}" for n, v in rows)
-            lines.append(f"  {col:<19} {vals}")
-        for metric, eff in info["effective_length"].items():
-            b = info["bias"].get(metric, {})
-            lines.append(f"  effective length ({metric} >= {threshold:g}): {eff if eff is not None else 'below threshold at the shortest'}"
-                         f"; pattern: {b.get('pattern', '-')}"
-                         + (f"; positional bias at {[x['length'] for x in b['positional_bias']]}" if b.get("positional_bias") else ""))
-        if info["overflow_lengths"]:
-            lines.append(f"  overflow (beyond the window, not scored) at lengths {info['overflow_lengths']}")
-    lines.append(f"\nheatmaps: {len(result['heatmaps'])} PNG files, e.g. {result['heatmaps'][0] if result['heatmaps'] else '-'}")
-    return "\n".join(lines)
