@@ -12,6 +12,7 @@ from ragpipe import evaluate
 from ragpipe.errors import INPUT_ERRORS
 from ragpipe.report import changes_table, load_summary, render_markdown
 from ragpipe.settings import Settings
+from ragpipe.vocabulary import REWRITES_FILE
 
 GROUP = "evaluate"
 STAMP_CHECK = (
@@ -208,8 +209,8 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 )
             summary = load_summary(con)
             stale_stamps = con.execute(
-                "SELECT count(*) FROM latest_stamps WHERE chunker_tag = ? AND status IN ('moved', 'split', 'new')",
-                [s.chunker_tag],
+                "SELECT count(*) FROM latest_stamps WHERE chunker_tag = ? AND list_contains(?, status)",
+                [s.chunker_tag, list(REWRITES_FILE)],
             ).fetchone()[0]
         assert summary is not None
         blocking = summary.blocking(s.gate.block)

@@ -54,7 +54,7 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         "counted with the named local tokenizer; the same seed gives the same haystacks.",
     )
     def niah_haystacks(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
-        from ragpipe.niah.run import build_haystacks
+        from ragpipe.niah.trials import build_haystacks
 
         with ragpipe.warehouse() as con:
             stats = build_haystacks(ragpipe.settings(), con, context.run.run_id, log=context.log.info)

@@ -13,6 +13,7 @@ from typing import Any
 from ragpipe.errors import EXIT_BLOCKED, EXIT_BUSY, EXIT_INPUT, EXIT_OK, INPUT_ERRORS, RagpipeError
 from ragpipe.golden import GoldenSetError
 from ragpipe.settings import SETTINGS_ENV, Settings, SettingsError, load_settings
+from ragpipe.vocabulary import REWRITES_FILE, VERDICTS
 from ragpipe.warehouse import WarehouseBusy
 
 EPILOG = f"""\
@@ -352,7 +353,7 @@ def cmd_golden_restamp(args: argparse.Namespace) -> int:
             updates[t.question_id] = {ANCHOR_FIELDS[t.kind][1]: st.closest}
             st = stamper.stamp(dataclasses.replace(t, quote=st.closest))  # the accepted passage, stamped
         counts[st.status] = counts.get(st.status, 0) + 1
-        if st.status in ("moved", "split", "new"):
+        if st.status in REWRITES_FILE:
             updates.setdefault(st.question_id, {})[t.anchor_field] = id_value(st.new_ids)
         if st.status != "unchanged":
             print(f"{st.question_id:<10} {st.anchor:<8} {st.status:<9} {st.reason}")
@@ -484,7 +485,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         for r in rows:
             how = f" [{r['matched_by']}]" if r["matched_by"] else ""
             print(f"{r['question_id']:<{width}}  {r['verdict']:<11}  {r['reason']}{how}")
-        counts = {k: sum(r["verdict"] == k for r in rows) for k in ("pass", "fail", "did_not_run", "error")}
+        counts = {k: sum(r["verdict"] == k for r in rows) for k in VERDICTS}
         print(f"{len(rows)} tests: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in counts.items()))
     block = set(settings.gate.block)
     return 1 if any(v.verdict in block or ("unverified" in block and v.unverified) for v in verdicts) else 0

@@ -22,10 +22,10 @@ import pyarrow as pa
 
 from ragpipe import evaluate, ingest, store
 from ragpipe.settings import STAGE_SECTIONS, Settings, SettingsError, settings_from_dict
+from ragpipe.vocabulary import VERDICTS
 from ragpipe.warehouse import connect, transaction
 
 Log = Callable[[str], None]
-VERDICTS = ("pass", "fail", "did_not_run", "error")
 # The sections a candidate may change: what lies between the parsed corpus and the verdicts.
 COMPARABLE = ("chunker", "embedder", "retriever", "answerer", "judge")
 

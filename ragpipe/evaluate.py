@@ -19,6 +19,7 @@ from ragpipe.restamp import ChunkSpan, Restamper
 from ragpipe.retrieve import metrics, retrieve
 from ragpipe.settings import Settings
 from ragpipe.verdict import decide
+from ragpipe.vocabulary import VERDICTS
 from ragpipe.warehouse import transaction
 
 Log = Callable[[str], None]
@@ -443,7 +444,7 @@ def verdict_stage(
             ],
         )
         con.execute("UPDATE eval_runs SET verdict_run_id = ? WHERE eval_run_id = ?", [run_id, eval_run_id])
-    counts = {k: sum(v.verdict == k for _, v in verdicts) for k in ("pass", "fail", "did_not_run", "error")}
+    counts = {k: sum(v.verdict == k for _, v in verdicts) for k in VERDICTS}
     counts["unverified"] = sum(v.unverified for _, v in verdicts)
     log("verdicts: " + ", ".join(f"{k}={n}" for k, n in counts.items()))
     return {"eval_run_id": eval_run_id, "tests": len(verdicts), **counts}

@@ -9,6 +9,8 @@ from xml.etree import ElementTree as ET
 
 import duckdb
 
+from ragpipe.vocabulary import NEEDS_ATTENTION, REWRITES_FILE
+
 
 @dataclass
 class Row:
@@ -106,9 +108,9 @@ def load_summary(con: duckdb.DuckDBPyConnection) -> EvalSummary | None:
         ).fetchall()
     ]
     changes = con.execute(
-        "SELECT question_id, anchor, status, reason FROM latest_stamps WHERE chunker_tag = ? AND status IN ('moved', 'split', 'missing', 'no_quote', 'new') "
+        "SELECT question_id, anchor, status, reason FROM latest_stamps WHERE chunker_tag = ? AND list_contains(?, status) "
         "ORDER BY question_id",
-        [run[1]],
+        [run[1], sorted({*NEEDS_ATTENTION, *REWRITES_FILE})],
     ).fetchall()
     status = con.execute("SELECT banner FROM evaluation_status").fetchone()
     previous = con.execute(
@@ -171,7 +173,7 @@ def render_text(s: EvalSummary, block: tuple[str, ...]) -> str:
     if passed:
         lines.append(f"\n{PASSING_NEGATIVES} ({len(passed)})")
         lines += [f"  {r.question_id:<10} [{r.matched_by or '?'}] {r.reason}" for r in passed]
-    moved = [c for c in s.stamp_changes if c[2] in ("moved", "split", "missing", "no_quote")]
+    moved = [c for c in s.stamp_changes if c[2] in NEEDS_ATTENTION]
     if moved:
         lines.append(f"\nSTAMPS MOVED ({len(moved)})")
         lines += [f"  {qid:<10} {anchor} {status}: {reason}" for qid, anchor, status, reason in moved]
@@ -211,7 +213,7 @@ def render_markdown(s: EvalSummary, block: tuple[str, ...]) -> str:
     if passed:
         out += ["", f"### {PASSING_NEGATIVES} ({len(passed)})", "", "| test | matched_by | reason |", "|---|---|---|"]
         out += [f"| `{r.question_id}` | {r.matched_by or ''} | {r.reason.replace('|', '/')} |" for r in passed]
-    moved = [c for c in s.stamp_changes if c[2] in ("moved", "split", "missing", "no_quote")]
+    moved = [c for c in s.stamp_changes if c[2] in NEEDS_ATTENTION]
     if moved:
         out += ["", f"### STAMPS MOVED ({len(moved)})", "", "| test | anchor | status | detail |", "|---|---|---|---|"]
         out += [f"| `{q}` | {a} | {st} | {rs.replace('|', '/')} |" for q, a, st, rs in moved]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ragpipe.errors import RagpipeError
+from ragpipe.vocabulary import VERDICTS
 
 SETTINGS_ENV = "RAGPIPE_SETTINGS"
 DEFAULT_FILE = "ragpipe.toml"
@@ -140,12 +141,7 @@ class GateSettings:
     check_severity: str = "WARN"  # severity of the asset checks on verdicts: WARN or ERROR
 
 
-TRANSITIONS = tuple(
-    f"{a}->{b}"
-    for a in ("pass", "fail", "did_not_run", "error")
-    for b in ("pass", "fail", "did_not_run", "error", "none")
-    if a != b
-)
+TRANSITIONS = tuple(f"{a}->{b}" for a in VERDICTS for b in (*VERDICTS, "none") if a != b)
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,7 @@ from ragpipe.answer import Answer
 from ragpipe.golden import GoldenTest
 from ragpipe.match import answer_matches, content_words, digits, numbers
 from ragpipe.refusal import Reading, read_answer
-
-VERDICTS = ("pass", "fail", "did_not_run", "error")
+from ragpipe.vocabulary import VERDICTS  # noqa: F401  (re-exported)
 
 
 @dataclass(frozen=True)

@@ -220,7 +220,8 @@ def test_overflow_is_labelled_not_scored_as_a_miss(tmp_path: Path, tok: Tokenize
     import duckdb
 
     from ragpipe.niah.report import bias_flags, cells, effective_length
-    from ragpipe.niah.run import build_trials, evaluate_subject
+    from ragpipe.niah.run import evaluate_subject
+    from ragpipe.niah.trials import build_trials
     from ragpipe.warehouse import migrate
 
     s = _project(

@@ -8,8 +8,8 @@ from typing import Any
 
 import duckdb
 
-from ragpipe.niah.run import Log, _noop
 from ragpipe.niah.settings import niah_settings
+from ragpipe.niah.trials import Log, noop
 from ragpipe.settings import Settings
 from ragpipe.warehouse import transaction
 
@@ -149,7 +149,7 @@ def report(
     con: duckdb.DuckDBPyConnection,
     run_id: str | None = None,
     out_dir: Path | None = None,
-    log: Log = _noop,
+    log: Log = noop,
 ) -> dict[str, Any]:
     """Effective length per subject and metric, positional-bias flags, and one heatmap PNG per subject and metric."""
     ns = niah_settings(settings)
