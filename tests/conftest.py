@@ -19,42 +19,52 @@ EXAMPLES = ROOT / "examples"
 # Locally built models (minilm-static, ONNX exports) are shared by every test project of a session.
 MODELS_DIR = str(Path(tempfile.gettempdir()) / f"ragpipe-test-models-{os.getuid()}")
 
-DEFAULT_TOML = """
-[warehouse]
-dir = "warehouse"
-models_dir = "{models_dir}"
 
-[corpus]
-dir = "corpus"
+def write_settings(path: Path, sections: dict[str, Any]) -> Path:
+    """The one way tests write a settings file: nested dicts, as TOML."""
+    import tomli_w
 
-[chunker]
-strategy = "{strategy}"
-max_characters = {max_characters}
-new_after_n_chars = {new_after}
-overlap = 0
-combine_text_under_n_chars = 200
+    path.write_text(tomli_w.dumps(sections), encoding="utf-8")
+    return path
 
-[embedder]
-name = "{embedder}"
 
-[golden]
-path = "golden.jsonl"
-
-[retriever]
-mode = "{mode}"
-k = {k}
-
-[answerer]
-kind = "{answerer}"
-
-[answerer.openai]
-base_url = "{base_url}"
-model = "test-model"
-api_key_env = "RAGPIPE_TEST_KEY"
-timeout_s = 2.0
-max_retries = 2
-concurrency = 2
-"""
+def project_settings(
+    models_dir: str = MODELS_DIR,
+    strategy: str = "by_title",
+    max_characters: int = 800,
+    new_after: int = 600,
+    embedder: str = "minilm",
+    mode: str = "hybrid",
+    k: int = 5,
+    answerer: str = "extractive",
+    base_url: str = "http://127.0.0.1:9/v1",
+) -> dict[str, Any]:
+    """A test project's settings: the bundled corpus layout, a models cache shared by the session's projects."""
+    return {
+        "warehouse": {"dir": "warehouse", "models_dir": models_dir},
+        "corpus": {"dir": "corpus"},
+        "chunker": {
+            "strategy": strategy,
+            "max_characters": max_characters,
+            "new_after_n_chars": new_after,
+            "overlap": 0,
+            "combine_text_under_n_chars": 200,
+        },
+        "embedder": {"name": embedder},
+        "golden": {"path": "golden.jsonl"},
+        "retriever": {"mode": mode, "k": k},
+        "answerer": {
+            "kind": answerer,
+            "openai": {
+                "base_url": base_url,
+                "model": "test-model",
+                "api_key_env": "RAGPIPE_TEST_KEY",
+                "timeout_s": 2.0,
+                "max_retries": 2,
+                "concurrency": 2,
+            },
+        },
+    }
 
 
 @dataclass
@@ -75,19 +85,7 @@ class Project:
         return self.root / "golden.jsonl"
 
     def configure(self, **overrides: Any) -> None:
-        values = dict(
-            models_dir=MODELS_DIR,
-            strategy="by_title",
-            max_characters=800,
-            new_after=600,
-            embedder="minilm",
-            mode="hybrid",
-            k=5,
-            answerer="extractive",
-            base_url="http://127.0.0.1:9/v1",
-        )
-        values.update(overrides)
-        self.settings_file.write_text(DEFAULT_TOML.format(**values), encoding="utf-8")
+        write_settings(self.settings_file, project_settings(**overrides))
 
     def settings(self) -> Any:
         from ragpipe.settings import load_settings

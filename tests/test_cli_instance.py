@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import write_settings
 
 from ragpipe import cli
 from ragpipe.settings import load_settings
@@ -12,7 +13,7 @@ from ragpipe.settings import load_settings
 
 def _project(root: Path) -> Path:
     root.mkdir()
-    (root / "ragpipe.toml").write_text('[warehouse]\ndir = "warehouse"\n[corpus]\ndir = "corpus"\n')
+    write_settings(root / "ragpipe.toml", {"warehouse": {"dir": "warehouse"}, "corpus": {"dir": "corpus"}})
     (root / "corpus").mkdir()
     return root / "ragpipe.toml"
 
