@@ -413,20 +413,25 @@ def cmd_golden_revalidate(args: argparse.Namespace) -> int:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    from ragpipe.sql import run_sql
-
     settings = _settings(args)
     query = args.query
     if query is None:
         if sys.stdin.isatty():
             return _sql_prompt(settings, args)
         query = sys.stdin.read()
-    return run_sql(settings.duckdb_path, query, args.format, wait_s=args.wait)
+    _print_sql(settings, query, args)
+    return EXIT_OK
+
+
+def _print_sql(settings: Settings, query: str, args: argparse.Namespace) -> None:
+    from ragpipe.sql import format_rows, run_sql
+
+    result = run_sql(settings.duckdb_path, query, wait_s=args.wait)
+    if result.columns:
+        print(format_rows(result.columns, result.rows, args.format))
 
 
 def _sql_prompt(settings: Settings, args: argparse.Namespace) -> int:
-    from ragpipe.sql import run_sql
-
     print("ragpipe sql (read-only). End a statement with ';'. Ctrl-D to quit. Try: SELECT * FROM latest_verdicts;")
     buf: list[str] = []
     while True:
@@ -437,7 +442,10 @@ def _sql_prompt(settings: Settings, args: argparse.Namespace) -> int:
             return 0
         buf.append(line)
         if line.rstrip().endswith(";"):
-            run_sql(settings.duckdb_path, "\n".join(buf), args.format, wait_s=args.wait)
+            try:
+                _print_sql(settings, "\n".join(buf), args)
+            except RagpipeError as exc:  # a bad statement at the prompt: say so, keep the prompt
+                print(f"ragpipe: {exc}", file=sys.stderr)
             buf = []
 
 

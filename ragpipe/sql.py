@@ -1,4 +1,4 @@
-"""`ragpipe sql`: read-only queries over the warehouse, printed as a table, CSV, JSON or Markdown."""
+"""`ragpipe sql`: read-only queries over the warehouse, and their rows as a table, CSV, JSON or Markdown."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ import datetime as dt
 import decimal
 import io
 import json
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from ragpipe.warehouse import WarehouseBusy, connect
+from ragpipe.errors import RagpipeError
+from ragpipe.warehouse import connect
 
 
 def _cell(v: Any) -> Any:
@@ -44,38 +45,35 @@ def format_rows(columns: list[str], rows: list[tuple[Any, ...]], fmt: str) -> st
     return "\n".join(out)
 
 
-def run_sql(db_path: Path, query: str, fmt: str = "table", wait_s: float = 10.0) -> int:
-    """Run one query on a read-only connection. Writes are refused; a held writer lock gives a clear message."""
-    try:
-        with connect(db_path, read_only=True, wait_s=wait_s) as con:
-            # A read-only database still lets SQL write files (COPY TO, EXPORT) and attach other databases read-write.
-            con.execute("SET enable_external_access = false")
-            con.execute("SET lock_configuration = true")
-            try:
-                cur = con.execute(query)
-            except duckdb.InvalidInputException as exc:
-                if "read-only" in str(exc).lower():
-                    print("ragpipe sql is read-only: write statements are refused", file=sys.stderr)
-                    return 2
-                print(f"SQL error: {exc}", file=sys.stderr)  # e.g. SET on the locked configuration
-                return 2
-            except duckdb.PermissionException:
-                print(
-                    "ragpipe sql is read-only: reading or writing files (COPY, EXPORT, ATTACH, read_csv) is refused",
-                    file=sys.stderr,
-                )
-                return 2
-            except duckdb.Error as exc:
-                print(f"SQL error: {exc}", file=sys.stderr)
-                return 2
-            if cur.description is None:
-                return 0
-            columns = [d[0] for d in cur.description]
-            print(format_rows(columns, cur.fetchall(), fmt))
-    except WarehouseBusy as exc:
-        print(f"ragpipe sql: {exc}", file=sys.stderr)
-        return 3
-    except FileNotFoundError as exc:
-        print(f"ragpipe sql: {exc}", file=sys.stderr)
-        return 2
-    return 0
+class SqlError(RagpipeError):
+    """A query ragpipe sql refuses (a write, file access) or DuckDB rejects; the message says which."""
+
+
+@dataclass(frozen=True)
+class Result:
+    columns: list[str]  # empty for a statement that returns nothing
+    rows: list[tuple[Any, ...]]
+
+
+def run_sql(db_path: Path, query: str, wait_s: float = 10.0) -> Result:
+    """Run one query on a read-only connection and return its rows. Raises SqlError for a refused or invalid query,
+    WarehouseBusy when a writer holds the lock past `wait_s`, FileNotFoundError without a warehouse."""
+    with connect(db_path, read_only=True, wait_s=wait_s) as con:
+        # A read-only database still lets SQL write files (COPY TO, EXPORT) and attach other databases read-write.
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+        try:
+            cur = con.execute(query)
+        except duckdb.InvalidInputException as exc:
+            if "read-only" in str(exc).lower():
+                raise SqlError("ragpipe sql is read-only: write statements are refused") from exc
+            raise SqlError(f"SQL error: {exc}") from exc  # e.g. SET on the locked configuration
+        except duckdb.PermissionException as exc:
+            raise SqlError(
+                "ragpipe sql is read-only: reading or writing files (COPY, EXPORT, ATTACH, read_csv) is refused"
+            ) from exc
+        except duckdb.Error as exc:
+            raise SqlError(f"SQL error: {exc}") from exc
+        if cur.description is None:
+            return Result([], [])
+        return Result([d[0] for d in cur.description], cur.fetchall())

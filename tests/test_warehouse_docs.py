@@ -17,7 +17,8 @@ import pytest
 from conftest import ROOT, make_project
 
 from ragpipe.cli import main
-from ragpipe.sql import run_sql
+from ragpipe.sql import SqlError, run_sql
+from ragpipe.warehouse import WarehouseBusy
 
 pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.model]
 
@@ -184,9 +185,7 @@ def test_every_table_and_view_is_documented(con: duckdb.DuckDBPyConnection) -> N
     assert all(f in text for f in files), files
 
 
-def test_ragpipe_sql_waits_then_says_a_run_is_writing(
-    warehouse: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_ragpipe_sql_waits_then_says_a_run_is_writing(warehouse: Path, tmp_path: Path) -> None:
     """The lock rule as documented: a writer in another process makes `ragpipe sql` give up after --wait."""
     db = tmp_path / "ragpipe.duckdb"
     db.write_bytes(warehouse.read_bytes())
@@ -203,14 +202,16 @@ def test_ragpipe_sql_waits_then_says_a_run_is_writing(
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         t0 = time.monotonic()
-        code = run_sql(db, "SELECT count(*) FROM verdicts", wait_s=1.0)
-        waited = time.monotonic() - t0
-        err = capsys.readouterr().err
-        assert code == 3 and "a ragpipe run is writing" in err and waited >= 1.0
+        with pytest.raises(WarehouseBusy, match="a ragpipe run is writing"):
+            run_sql(db, "SELECT count(*) FROM verdicts", wait_s=1.0)
+        assert time.monotonic() - t0 >= 1.0
     finally:
         holder.kill()
         holder.wait()
-    assert run_sql(db, "SELECT count(*) AS n FROM latest_verdicts") == 0
-    assert "(1 row)" in capsys.readouterr().out
-    # read-only: writes are refused
-    assert run_sql(db, "DELETE FROM verdicts") == 2
+    result = run_sql(db, "SELECT count(*) AS n FROM latest_verdicts")
+    assert result.columns == ["n"] and result.rows[0][0] > 0
+    # read-only: writes and file access are refused, with what to do
+    with pytest.raises(SqlError, match="read-only: write statements are refused"):
+        run_sql(db, "DELETE FROM verdicts")
+    with pytest.raises(SqlError, match="reading or writing files"):
+        run_sql(db, f"COPY verdicts TO '{tmp_path / 'out.csv'}'")
