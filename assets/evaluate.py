@@ -12,6 +12,7 @@ from ragpipe import evaluate
 from ragpipe.errors import INPUT_ERRORS
 from ragpipe.report import changes_table, load_summary, render_markdown
 from ragpipe.settings import Settings
+from ragpipe.versions import code_version
 from ragpipe.vocabulary import REWRITES_FILE
 
 GROUP = "evaluate"
@@ -82,7 +83,7 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         deps=["documents"],
         group_name=GROUP,
         kinds={"duckdb", "json"},
-        code_version=f"{settings.code_version('golden')}-{_golden_file_hash(settings)}",
+        code_version=f"{code_version(settings, 'golden')}-{_golden_file_hash(settings)}",
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
         retry_policy=RETRY_POLICY,
@@ -111,7 +112,7 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         deps=["chunks", golden_set],
         group_name=GROUP,
         kinds={"duckdb"},
-        code_version=settings.code_version("golden"),
+        code_version=code_version(settings, "golden"),
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
         retry_policy=RETRY_POLICY,
@@ -152,7 +153,7 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         deps=[stamps, "embeddings"],
         group_name=GROUP,
         kinds={"lancedb", "duckdb"},
-        code_version=settings.code_version("retriever"),
+        code_version=code_version(settings, "retriever"),
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
         retry_policy=RETRY_POLICY,
@@ -173,7 +174,7 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         deps=[retrievals],
         group_name=GROUP,
         kinds={"duckdb"},
-        code_version=settings.code_version("answerer"),
+        code_version=code_version(settings, "answerer"),
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
         retry_policy=RETRY_POLICY,
@@ -193,7 +194,7 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         deps=[answers],
         group_name=GROUP,
         kinds={"duckdb"},
-        code_version=settings.code_version("verdict"),
+        code_version=code_version(settings, "verdict"),
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
         retry_policy=RETRY_POLICY,

@@ -13,6 +13,7 @@ from assets.resources import RagpipeResource
 from ragpipe import embed, ingest, shard
 from ragpipe.embed import usable_cpus
 from ragpipe.settings import Settings
+from ragpipe.versions import code_version
 
 GROUP = "ingest"
 
@@ -46,7 +47,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         name="corpus",
         group_name=GROUP,
         kinds={"duckdb", "filesystem"},
-        code_version=settings.code_version("corpus"),
+        code_version=code_version(settings, "corpus"),
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
         description="Files under the corpus directory with their SHA-256 (symlinks leaving it are not followed).",
@@ -71,7 +72,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         deps=[corpus],
         group_name=GROUP,
         kinds={"duckdb", "unstructured"},
-        code_version=settings.code_version("parser"),
+        code_version=code_version(settings, "parser"),
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
         description="Each file partitioned with unstructured (titles, element types, pages). Bad files become "
@@ -95,7 +96,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         deps=[documents],
         group_name=GROUP,
         kinds={"duckdb", "unstructured"},
-        code_version=settings.code_version("chunker"),
+        code_version=code_version(settings, "chunker"),
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
         description=f"Chunks under the '{settings.chunker.strategy}' chunker with deterministic, content-addressed ids "
@@ -138,7 +139,7 @@ def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.Asse
         name="embeddings",
         group_name=GROUP,
         kinds={"lancedb", "pytorch"},
-        code_version=settings.code_version("embedder"),
+        code_version=code_version(settings, "embedder"),
         automation_condition=RAGPIPE_CONDITION,
         description=f"Vectors from the '{settings.embedder.name}' embedder in a LanceDB table per embedder tag. "
         "Cached by (embedder tag, content hash): unchanged chunks are never re-embedded.",

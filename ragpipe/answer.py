@@ -11,10 +11,12 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol
 
 from ragpipe.openai_client import ChatError, chat
 from ragpipe.settings import AnswererSettings, OpenAISettings
+
+IMPL_VERSION = "1"  # bump when the answerers answer differently (part of `answers`' code version)
 
 SYSTEM_PROMPT = (
     "Answer the question using only the context. Reply with the answer alone, as short as possible. "
@@ -201,9 +203,13 @@ class SmolLM2Answerer:
         return [self.answer(q, c) for q, c in items]
 
 
+# The answerers by [answerer].kind (the names and their descriptions: ragpipe.settings.ANSWERER_KINDS).
+ANSWERERS: dict[str, Callable[[AnswererSettings], Answerer]] = {
+    "extractive": ExtractiveAnswerer,
+    "smollm2": SmolLM2Answerer,
+    "openai": OpenAIAnswerer,
+}
+
+
 def load_answerer(cfg: AnswererSettings) -> Answerer:
-    if cfg.kind == "extractive":
-        return ExtractiveAnswerer(cfg)
-    if cfg.kind == "openai":
-        return OpenAIAnswerer(cfg)
-    return SmolLM2Answerer(cfg)
+    return ANSWERERS[cfg.kind](cfg)

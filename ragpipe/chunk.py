@@ -6,9 +6,13 @@ import bisect
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ragpipe.settings import ChunkerSettings
+
+Spans = list[tuple[int, int]]  # (start, end) character offsets into the document text
+
+IMPL_VERSION = "1"  # bump when chunking produces other chunks (part of `chunks`' code version)
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,10 @@ def _locate(doc_text: str, piece: str, cursor: int) -> tuple[int, int] | None:
     return (m.start(), m.end()) if m else None
 
 
+def _sentence_spans(doc_text: str, elements: list[Any], offsets: list[tuple[int, int]], cfg: ChunkerSettings) -> Spans:
+    return sentence_pack_spans(doc_text, cfg.max_characters, cfg.new_after_n_chars, cfg.overlap)
+
+
 def chunk_document(
     doc_id: str,
     doc_text: str,
@@ -82,10 +90,7 @@ def chunk_document(
     cfg: ChunkerSettings,
 ) -> list[Chunk]:
     """Chunk one document. Every chunk's text is exactly doc_text[start_char:end_char]."""
-    if cfg.strategy == "sentences":
-        spans = sentence_pack_spans(doc_text, cfg.max_characters, cfg.new_after_n_chars, cfg.overlap)
-    else:
-        spans = _element_chunk_spans(doc_text, elements, offsets, cfg)
+    spans = CHUNKERS[cfg.strategy](doc_text, elements, offsets, cfg)
     starts = [s for s, _ in offsets]
     title_positions = [(s, e.text) for (s, _), e in zip(offsets, elements) if getattr(e, "category", "") == "Title"]
     title_starts = [s for s, _ in title_positions]
@@ -211,3 +216,12 @@ def _span_of_orig_elements(raw: Any, elements: list[Any], offsets: list[tuple[in
     if not idx:
         return None
     return offsets[idx[0]][0], offsets[idx[-1]][1]
+
+
+# The chunkers by [chunker].strategy (the names and their descriptions: ragpipe.settings.CHUNKER_STRATEGIES): each
+# gives (start, end) spans of the document text.
+CHUNKERS: dict[str, Callable[[str, list[Any], list[tuple[int, int]], ChunkerSettings], Spans]] = {
+    "by_title": _element_chunk_spans,
+    "basic": _element_chunk_spans,
+    "sentences": _sentence_spans,
+}

@@ -16,6 +16,21 @@ from ragpipe.settings import SETTINGS_ENV, Settings, SettingsError, load_setting
 from ragpipe.vocabulary import REWRITES_FILE, VERDICTS
 from ragpipe.warehouse import WarehouseBusy
 
+
+def _choices() -> str:
+    from ragpipe.embed import EMBEDDERS, OTHER
+    from ragpipe.settings import ANSWERER_KINDS, CHUNKER_STRATEGIES
+
+    rows = [
+        ("[chunker].strategy", CHUNKER_STRATEGIES),
+        ("[embedder].name", {**{n: k.description for n, k in EMBEDDERS.items()}, "<other>": OTHER.description}),
+        ("[answerer].kind", ANSWERER_KINDS),
+    ]
+    return "\n".join(
+        f"  {where + ' = ' + repr(name):<39} {what}" for where, options in rows for name, what in options.items()
+    )
+
+
 EPILOG = f"""\
 Settings come from ./ragpipe.toml, or the file named by ${SETTINGS_ENV}, or --settings.
 
@@ -31,6 +46,9 @@ Examples:
   ragpipe sql "SELECT * FROM latest_verdicts"   read-only SQL over the warehouse
   ragpipe export --to s3://bucket/ragpipe       every table and view as Parquet (a local directory works too)
   ragpipe niah run                  needle-in-a-haystack grid ([niah] settings): trials, heatmaps, effective length
+
+Choices (in the settings file):
+{_choices()}
 
 Exit codes:
   0  ok

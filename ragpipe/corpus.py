@@ -10,6 +10,8 @@ from pathlib import Path
 
 from ragpipe.parse import format_of
 
+IMPL_VERSION = "1"  # the corpus scan; bump when what it records changes (part of `corpus`'s code version)
+
 
 @dataclass(frozen=True)
 class CorpusFile:

@@ -29,6 +29,8 @@ from ragpipe.model_build import (  # noqa: F401  (ONNX_BUILDS, build_minilm_onnx
 )
 from ragpipe.settings import EmbedderSettings
 
+IMPL_VERSION = "1"  # bump when embedding produces other vectors (part of `embeddings`' code version)
+
 Progress = Callable[[int, int, float], None]  # (done, total, seconds elapsed)
 
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+IMPL_VERSION = "1"  # bump when parsing produces other elements or text (part of `documents`' code version)
+
 TEXT_FORMATS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".text": "text", ".rst": "text"}
 HTML_FORMATS = {".html": "html", ".htm": "html"}
 BINARY_FORMATS = {".pdf": "pdf", ".docx": "docx"}

@@ -17,6 +17,8 @@ import numpy as np
 from ragpipe.golden import GoldenTest
 from ragpipe.quotes import closest_passage, fold, plain_form, quote_form
 
+IMPL_VERSION = "1"  # loading and stamping the golden set (part of `golden_set` and `stamps`' code versions)
+
 _WS = re.compile(r"\s+")
 _WHITESPACE = np.array([c for c in range(0x3001) if chr(c).isspace()], dtype=np.uint32)
 

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+IMPL_VERSION = "1"  # bump when retrieval ranks differently (part of `retrievals`' code version)
+
 RRF_K = 60  # the constant of reciprocal-rank fusion (Cormack et al.); 60 is the customary value
 
 

@@ -19,17 +19,6 @@ DEFAULT_FILE = "ragpipe.toml"
 
 # Bump a stage's implementation version when its code changes what it produces;
 # together with the hash of the stage's own settings it forms the Dagster code version.
-IMPL_VERSIONS = {
-    "corpus": "1",
-    "parser": "1",
-    "chunker": "1",
-    "embedder": "1",
-    "golden": "1",
-    "retriever": "1",
-    "answerer": "1",
-    "verdict": "2",  # 2: refusal grammar, trap cited vs taken, number words and units (ragpipe.refusal, ragpipe.match)
-}
-
 # The settings sections each stage's code version hashes (a stage sees only its own settings).
 # [warehouse] (dir, models_dir, lancedb_uri, [warehouse.s3]) is deliberately in none of them: where the DuckDB file
 # and the vectors are stored does not change what any stage computes, so moving the LanceDB store to object storage
@@ -45,6 +34,26 @@ STAGE_SECTIONS = {
     "answerer": ("answerer",),
     "verdict": ("gate", "judge"),  # with a judge enabled, its prompt version is part of the code version too
 }
+
+
+# The names settings may use, each with what it is (for --help and error messages). The code behind each name is
+# registered under the same name in its stage module (ragpipe.chunk.CHUNKERS, ragpipe.answer.ANSWERERS; embedders:
+# ragpipe.embed.EMBEDDERS, where any other name is a sentence-transformers model); a test keeps the lists equal.
+CHUNKER_STRATEGIES = {
+    "by_title": "a chunk never spans a section title and never cuts an element (the default)",
+    "basic": "packs whole elements up to max_characters",
+    "sentences": "packs whole sentences up to max_characters across element and title boundaries",
+}
+ANSWERER_KINDS = {
+    "extractive": "the offline baseline: the best-supported retrieved sentence, or the refusal phrase",
+    "smollm2": "SmolLM2-135M-Instruct from its packaged GGUF weights, on this machine (slow on CPU)",
+    "openai": "any OpenAI-compatible chat endpoint ([answerer.openai])",
+}
+
+
+def _names(options: dict[str, str]) -> str:
+    names = [f"'{n}'" for n in options]
+    return ", ".join(names[:-1]) + f" or {names[-1]}"
 
 
 class SettingsError(RagpipeError, ValueError):
@@ -213,10 +222,6 @@ class Settings:
         }
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
         return digest[:10]
-
-    def code_version(self, stage: str) -> str:
-        judge = f"-judge{JUDGE_PROMPT_VERSION}" if stage == "verdict" and self.judge.enabled else ""
-        return f"v{IMPL_VERSIONS[stage]}-{self.stage_hash(stage)}{judge}"
 
     @property
     def chunker_tag(self) -> str:
@@ -415,9 +420,9 @@ def _table(value: Any, where: str, source: Path) -> dict[str, Any]:
 
 def _validate(s: Settings) -> None:
     src = s.source
-    if s.chunker.strategy not in ("by_title", "basic", "sentences"):
+    if s.chunker.strategy not in CHUNKER_STRATEGIES:
         raise SettingsError(
-            f"{src}: [chunker].strategy must be 'by_title', 'basic' or 'sentences', got {s.chunker.strategy!r}"
+            f"{src}: [chunker].strategy must be {_names(CHUNKER_STRATEGIES)}, got {s.chunker.strategy!r}"
         )
     if s.chunker.max_characters < 50:
         raise SettingsError(f"{src}: [chunker].max_characters must be at least 50")
@@ -433,8 +438,8 @@ def _validate(s: Settings) -> None:
         raise SettingsError(f"{src}: [scale].embed_shards must be between 1 and 64, got {s.scale.embed_shards}")
     if s.retriever.k < 1:
         raise SettingsError(f"{src}: [retriever].k must be at least 1")
-    if s.answerer.kind not in ("extractive", "smollm2", "openai"):
-        raise SettingsError(f"{src}: [answerer].kind must be extractive, smollm2 or openai")
+    if s.answerer.kind not in ANSWERER_KINDS:
+        raise SettingsError(f"{src}: [answerer].kind must be {_names(ANSWERER_KINDS)}, got {s.answerer.kind!r}")
     bad = set(s.gate.block) - {"fail", "did_not_run", "error", "unverified"}
     if bad:
         raise SettingsError(f"{src}: [gate].block has unknown verdicts {sorted(bad)}")

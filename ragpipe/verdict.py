@@ -25,6 +25,8 @@ from ragpipe.match import answer_matches, content_words, digits, numbers
 from ragpipe.refusal import Reading, read_answer
 from ragpipe.vocabulary import VERDICTS  # noqa: F401  (re-exported)
 
+IMPL_VERSION = "2"  # 2: refusal grammar, trap cited vs taken, number words and units (ragpipe.refusal, ragpipe.match)
+
 
 @dataclass(frozen=True)
 class Verdict:

@@ -82,3 +82,12 @@ def test_modules_stay_readable() -> None:
     }
     too_big = {f: n for f, n in sizes.items() if n > MAX_LINES and f not in BIG_BY_DESIGN}
     assert too_big == {}, f"split these (more than {MAX_LINES} lines): {too_big}"
+
+
+def test_each_registry_implements_exactly_the_names_settings_accept() -> None:
+    from ragpipe.answer import ANSWERERS
+    from ragpipe.chunk import CHUNKERS
+    from ragpipe.settings import ANSWERER_KINDS, CHUNKER_STRATEGIES
+
+    assert set(CHUNKERS) == set(CHUNKER_STRATEGIES)
+    assert set(ANSWERERS) == set(ANSWERER_KINDS)

@@ -27,6 +27,7 @@ from faultkit import copy_project, evaluated_base, python_env, ragpipe_cli
 
 from ragpipe import store
 from ragpipe.settings import SettingsError, settings_from_dict
+from ragpipe.versions import code_version
 
 pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.s3]
 
@@ -400,6 +401,6 @@ def test_settings_refuse_credentials_in_uri_and_unannounced_http(tmp_path: Path)
     # where the store lives changes no stage's code version
     moved = load({"lancedb_uri": "s3://b/p", "s3": {"endpoint_url": "https://s3.example.com", "region": "eu-west-1"}})
     assert all(
-        moved.code_version(stage) == load({}).code_version(stage)
+        code_version(moved, stage) == code_version(load({}), stage)
         for stage in ("corpus", "parser", "chunker", "embedder", "golden", "retriever", "answerer", "verdict")
     )

@@ -1,0 +1,22 @@
+"""Each stage's Dagster code version: the implementation version its own module declares, plus a hash of its own
+settings section (Settings.stage_hash), so changing one stage's code or settings marks exactly that stage stale."""
+
+from ragpipe import answer, chunk, corpus, embed, parse, restamp, retrieve, verdict
+from ragpipe.settings import JUDGE_PROMPT_VERSION, Settings
+
+IMPL_VERSIONS = {
+    "corpus": corpus.IMPL_VERSION,
+    "parser": parse.IMPL_VERSION,
+    "chunker": chunk.IMPL_VERSION,
+    "embedder": embed.IMPL_VERSION,
+    "golden": restamp.IMPL_VERSION,
+    "retriever": retrieve.IMPL_VERSION,
+    "answerer": answer.IMPL_VERSION,
+    "verdict": verdict.IMPL_VERSION,
+}
+
+
+def code_version(settings: Settings, stage: str) -> str:
+    """'v<impl>-<settings hash>' (with a judge, its prompt version too: a new prompt re-judges)."""
+    judge = f"-judge{JUDGE_PROMPT_VERSION}" if stage == "verdict" and settings.judge.enabled else ""
+    return f"v{IMPL_VERSIONS[stage]}-{settings.stage_hash(stage)}{judge}"
