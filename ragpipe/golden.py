@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ragpipe.errors import RagpipeError
+from ragpipe.refusal import is_refusal
 
 REQUIRED = ("question_id", "question", "expected_answer")
 KINDS = ("negative", "positive")
@@ -22,14 +23,6 @@ ANCHOR_FIELDS = {
     "negative": ("trap_chunk_id", "trap_quote", "trap_source"),
     "positive": ("evidence_chunk_id", "evidence_quote", "evidence_source"),
 }
-DEFAULT_REFUSALS = (
-    "not in documents",
-    "not in the documents",
-    "no answer",
-    "unanswerable",
-    "i don't know",
-    "cannot be answered",
-)
 
 
 @dataclass(frozen=True)
@@ -167,11 +160,6 @@ def json_objects(text: str, name: str, problems: list[GoldenProblem]) -> list[tu
     return [(_line_of(text, start), value) for start, _, value in _objects(text, name, problems)[1]]
 
 
-def is_refusal_text(answer: str, phrases: tuple[str, ...] = DEFAULT_REFUSALS) -> bool:
-    norm = " ".join(answer.lower().replace("\u2019", "'").split())
-    return any(p in norm for p in phrases)
-
-
 def _ids(value: Any) -> list[str]:
     if value is None or value == "":
         return []
@@ -218,7 +206,7 @@ def load_golden(path: Path) -> GoldenFile:
                 seen[qid_s] = line
         kind = obj.get("kind")
         if kind is None:
-            kind = "negative" if is_refusal_text(str(obj.get("expected_answer") or "")) else "positive"
+            kind = "negative" if is_refusal(str(obj.get("expected_answer") or "")) else "positive"
         elif kind not in KINDS:
             problems.append(GoldenProblem(name, line, qid_s, "kind", f"must be 'negative' or 'positive', got {kind!r}"))
             kind = "positive"

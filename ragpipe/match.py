@@ -7,8 +7,9 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-import unicodedata
 from dataclasses import dataclass
+
+from ragpipe.text import normalize_text
 
 _SCALE = {
     "k": 1e3,
@@ -109,16 +110,6 @@ _DATE_PATTERNS = [
         ("d", "M", "y"),
     ),
 ]
-
-
-def normalize_text(text: str) -> str:
-    """Lower-case, unify quotes and dashes, drop punctuation that does not change meaning, collapse spaces."""
-    t = unicodedata.normalize("NFKC", text).lower()
-    t = t.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
-    t = re.sub(r"[\u2010-\u2015]", "-", t)
-    t = re.sub(r"[\"'`*_()\[\]{}]", " ", t)
-    t = re.sub(r"(?<!\d)[.,;:!?](?!\d)", " ", t)
-    return " ".join(t.split())
 
 
 _ISO_MONTH = re.compile(r"\b(\d{4})-(\d{2})\b(?!-\d)")

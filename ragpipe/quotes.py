@@ -14,46 +14,12 @@ import difflib
 import html
 import re
 
-# One character for another: offsets in the document stay the same.
-_FOLD = str.maketrans(
-    {
-        "\u2018": "'",
-        "\u2019": "'",
-        "\u201a": "'",
-        "\u201b": "'",
-        "\u2032": "'",
-        "\u00b4": "'",
-        "`": "'",
-        "\u201c": '"',
-        "\u201d": '"',
-        "\u201e": '"',
-        "\u201f": '"',
-        "\u2033": '"',
-        "\u00ab": '"',
-        "\u00bb": '"',
-        "\u2010": "-",
-        "\u2011": "-",
-        "\u2012": "-",
-        "\u2013": "-",
-        "\u2014": "-",
-        "\u2015": "-",
-        "\u2212": "-",
-        "\u00a0": " ",
-        "\u2009": " ",
-        "\u202f": " ",
-        "\u2007": " ",
-    }
-)
+from ragpipe.text import collapse_whitespace, fold
+
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")  # [text](url), ![alt](src)
 _CODE = re.compile(r"`+([^`]*)`+")
 _EMPHASIS = re.compile(r"(?<![\w*_])(\*{1,3}|_{1,3})(?=\S)(.+?)(?<=\S)\1(?![\w*_])")
 _TAG = re.compile(r"</?[a-zA-Z][^>]*>")
-_WS = re.compile(r"\s+")
-
-
-def fold(text: str) -> str:
-    """Curly quotes, backticks, typographic dashes and odd spaces as their plain forms (same length)."""
-    return text.translate(_FOLD)
 
 
 def quote_form(quote: str) -> str:
@@ -65,12 +31,12 @@ def quote_form(quote: str) -> str:
     for _ in range(2):  # **_nested_** emphasis
         q = _EMPHASIS.sub(r"\2", q)
     q = re.sub(r"(?m)^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)", "", q)  # heading, quote, list markers
-    return _WS.sub(" ", fold(q)).strip()
+    return collapse_whitespace(fold(q))
 
 
 def plain_form(text: str) -> str:
     """The quote folded and whitespace collapsed, markup kept (for a document that keeps its markup)."""
-    return _WS.sub(" ", fold(text)).strip()
+    return collapse_whitespace(fold(text))
 
 
 def closest_passage(quote: str, text: str, min_similarity: float = 0.5) -> tuple[str, float] | None:
@@ -80,7 +46,7 @@ def closest_passage(quote: str, text: str, min_similarity: float = 0.5) -> tuple
     if not q or not text.strip():
         return None
     # sentences, and lines (a heading, a table row, a list item is a passage of its own)
-    sentences = [_WS.sub(" ", s).strip() for s in re.split(r"(?<=[.!?])\s+|\n+", fold(text)) if s.strip()]
+    sentences = [collapse_whitespace(s) for s in re.split(r"(?<=[.!?])\s+|\n+", fold(text)) if s.strip()]
     best: tuple[float, str] = (0.0, "")
     matcher = difflib.SequenceMatcher(autojunk=False)
     matcher.set_seq2(q)

@@ -8,23 +8,18 @@ corpus), new (first stamping), no_quote (cannot re-stamp: the test has ids but n
 from __future__ import annotations
 
 import bisect
-import re
 from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
 
 from ragpipe.golden import GoldenTest
-from ragpipe.quotes import closest_passage, fold, plain_form, quote_form
+from ragpipe.quotes import closest_passage, plain_form, quote_form
+from ragpipe.text import fold
 
 IMPL_VERSION = "1"  # loading and stamping the golden set (part of `golden_set` and `stamps`' code versions)
 
-_WS = re.compile(r"\s+")
 _WHITESPACE = np.array([c for c in range(0x3001) if chr(c).isspace()], dtype=np.uint32)
-
-
-def normalize(text: str) -> str:
-    return _WS.sub(" ", text).strip()
 
 
 @dataclass(frozen=True)

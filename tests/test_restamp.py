@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragpipe.golden import GoldenTest
-from ragpipe.restamp import ChunkSpan, Restamper, id_value, normalize
+from ragpipe.restamp import ChunkSpan, Restamper, id_value
+from ragpipe.text import collapse_whitespace as normalize
 
 REPORT = (
     "# Q3 2023 report\n\n"
