@@ -21,9 +21,10 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from ragpipe import evaluate, ingest, store
+from ragpipe.embed import embedder_tag
 from ragpipe.settings import STAGE_SECTIONS, Settings, SettingsError, settings_from_dict
 from ragpipe.vocabulary import VERDICTS
-from ragpipe.warehouse import connect, transaction
+from ragpipe.warehouse import connect, migrate, transaction
 
 Log = Callable[[str], None]
 # The sections a candidate may change: what lies between the parsed corpus and the verdicts.
@@ -197,15 +198,11 @@ def _seed(current: Settings, candidate: Settings, scratch: Any, log: Log) -> dic
 
 
 def _embedder_tag(s: Settings) -> str:
-    from ragpipe.embed import embedder_tag
-
     return embedder_tag(s.embedder, s.models_dir)
 
 
 def run_comparison(current: Settings, candidate: Settings, log: Log = _noop, keep_scratch: bool = False) -> Comparison:
     """Evaluate `candidate` in a scratch warehouse, compare it with the latest judged run, record the result."""
-    from ragpipe.warehouse import migrate
-
     t0 = time.perf_counter()
     comparison_id = f"cmp-{uuid.uuid4().hex[:12]}"
     scratch_dir = current.warehouse_dir / "compare" / comparison_id
