@@ -164,40 +164,23 @@ class Restamper:
 
     def _missing(self, test: GoldenTest, anchor: str, old: tuple[str, ...]) -> Stamp:
         """Why the quote is not found, in words a person acts on, with the closest passage where there is one."""
+
+        def missing(reason: str, closest: str | None = None) -> Stamp:
+            return Stamp(test.question_id, anchor, "missing", old, (), test.source or None, reason, closest=closest)
+
         if not test.source:
-            return Stamp(
-                test.question_id,
-                anchor,
-                "missing",
-                old,
-                (),
-                None,
-                "missing from corpus: quote no longer found anywhere",
-            )
+            return missing("missing from corpus: quote no longer found anywhere")
         if test.source not in self.documents:
-            return Stamp(
-                test.question_id,
-                anchor,
-                "missing",
-                old,
-                (),
-                test.source,
-                f"missing from corpus: {test.source} deleted (or renamed, and the quote is in no other document)",
+            return missing(
+                f"missing from corpus: {test.source} deleted (or renamed, and the quote is in no other document)"
             )
         near = closest_passage(test.quote or "", self.documents[test.source])
         if near is None:
-            return Stamp(test.question_id, anchor, "missing", old, (), test.source, f"quote no longer in {test.source}")
+            return missing(f"quote no longer in {test.source}")
         passage, similarity = near
         shown = passage if len(passage) <= 200 else passage[:197] + "..."
-        return Stamp(
-            test.question_id,
-            anchor,
-            "missing",
-            old,
-            (),
-            test.source,
-            f'quote no longer in {test.source}; closest passage now: "{shown}" (similarity {similarity:.2f})',
-            closest=passage,
+        return missing(
+            f'quote no longer in {test.source}; closest passage now: "{shown}" (similarity {similarity:.2f})', passage
         )
 
 

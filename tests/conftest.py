@@ -53,18 +53,21 @@ def project_settings(
         "embedder": {"name": embedder},
         "golden": {"path": "golden.jsonl"},
         "retriever": {"mode": mode, "k": k},
-        "answerer": {
-            "kind": answerer,
-            "openai": {
-                "base_url": base_url,
-                "model": "test-model",
-                "api_key_env": "RAGPIPE_TEST_KEY",
-                "timeout_s": 2.0,
-                "max_retries": 2,
-                "concurrency": 2,
-            },
-        },
+        "answerer": answerer_section(answerer, base_url),
     }
+
+
+def answerer_section(kind: str, base_url: str, timeout_s: float = 2.0, max_retries: int = 2) -> dict[str, Any]:
+    """[answerer] for tests: the kind, and an OpenAI-compatible endpoint (the test server's, or a dead port)."""
+    openai = {
+        "base_url": base_url,
+        "model": "test-model",
+        "api_key_env": "RAGPIPE_TEST_KEY",
+        "timeout_s": timeout_s,
+        "max_retries": max_retries,
+        "concurrency": 2,
+    }
+    return {"kind": kind, "openai": openai}
 
 
 @dataclass

@@ -30,22 +30,21 @@ def _run(p: Project) -> str:
 
 def _timeline(p: Project, run: str) -> dict[str, tuple]:
     """question_id -> (old verdict, new verdict, old rank, new rank, cause) in `run`."""
-    with connect(p.settings().duckdb_path, read_only=True) as con:
-        rows = con.execute(
-            "SELECT question_id, old_verdict, new_verdict, old_anchor_rank, new_anchor_rank, cause "
-            "FROM verdict_timeline WHERE eval_run_id = ?",
-            [run],
-        ).fetchall()
+    rows = p.sql(
+        "SELECT question_id, old_verdict, new_verdict, old_anchor_rank, new_anchor_rank, cause "
+        "FROM verdict_timeline WHERE eval_run_id = ?",
+        [run],
+    )
     return {r[0]: r[1:] for r in rows}
 
 
 def _changes(p: Project, run: str) -> dict[str, tuple]:
-    with connect(p.settings().duckdb_path, read_only=True) as con:
-        rows = con.execute(
-            "SELECT question_id, old_verdict, new_verdict, old_anchor_rank, new_anchor_rank, "
-            "old_unverified, new_unverified, cause FROM verdict_changes WHERE eval_run_id = ?",
-            [run],
-        ).fetchall()
+    """question_id -> (old/new verdict, old/new rank, old/new unverified, cause) of the tests that changed in `run`."""
+    rows = p.sql(
+        "SELECT question_id, old_verdict, new_verdict, old_anchor_rank, new_anchor_rank, "
+        "old_unverified, new_unverified, cause FROM verdict_changes WHERE eval_run_id = ?",
+        [run],
+    )
     return {r[0]: r[1:] for r in rows}
 
 

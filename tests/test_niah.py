@@ -15,7 +15,7 @@ from typing import Any
 
 import dagster as dg
 import pytest
-from conftest import write_settings
+from conftest import answerer_section, write_settings
 
 from ragpipe.answer import ExtractiveAnswerer
 from ragpipe.niah import (
@@ -63,17 +63,7 @@ def _project(tmp: Path, niah: str, answerer: str = "extractive", base_url: str =
         {
             "warehouse": {"dir": "warehouse"},
             "corpus": {"dir": CORPUS.as_posix()},
-            "answerer": {
-                "kind": answerer,
-                "openai": {
-                    "base_url": base_url,
-                    "model": "test-model",
-                    "api_key_env": "RAGPIPE_TEST_KEY",
-                    "timeout_s": 5.0,
-                    "max_retries": 0,
-                    "concurrency": 2,
-                },
-            },
+            "answerer": answerer_section(answerer, base_url, timeout_s=5.0, max_retries=0),
             "niah": tomllib.loads(niah),
         },
     )
