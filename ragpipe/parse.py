@@ -139,7 +139,20 @@ def _time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def parse_file(path: Path, pdf_strategy: str = "fast", timeout_s: float = 120.0) -> ParsedDocument:
+def parser_tag(fmt: str | None, pdf_engine: str, pdf_strategy: str) -> str:
+    """What parsed a document of this format beyond IMPL_VERSION: a PDF engine switch re-parses exactly the PDFs."""
+    if fmt != "pdf":
+        return ""
+    if pdf_engine == "pdfium":
+        from ragpipe import pdf
+
+        return f"pdfium-{pdf.IMPL_VERSION}"
+    return f"unstructured-{pdf_strategy}"
+
+
+def parse_file(
+    path: Path, pdf_strategy: str = "fast", timeout_s: float = 120.0, pdf_engine: str = "pdfium"
+) -> ParsedDocument:
     """Partition `path`; raise ParseError with a clear reason for empty, binary, mis-encoded or textless files."""
     fmt = format_of(path)
     if fmt is None:
@@ -155,16 +168,21 @@ def parse_file(path: Path, pdf_strategy: str = "fast", timeout_s: float = 120.0)
         raise ParseError(f"{path.name}: not a PDF (no %PDF header); the file is corrupt or misnamed")
     _ensure_offline_spacy()
     with _time_limit(timeout_s):
-        elements = _partition(path, fmt, pdf_strategy)
+        elements = _partition(path, fmt, pdf_strategy, pdf_engine)
     elements = [e for e in elements if (getattr(e, "text", "") or "").strip()]
     if not elements:
-        hint = "a scanned PDF needs OCR (pdf_strategy = 'hi_res')" if fmt == "pdf" else "the file holds no text"
+        hint = (
+            "a scanned PDF needs OCR ([parser] pdf_engine = 'unstructured', pdf_strategy = 'hi_res', with "
+            "unstructured's hi_res extras installed)"
+            if fmt == "pdf"
+            else "the file holds no text"
+        )
         raise ParseError(f"{path.name}: parsing yielded no text elements; {hint}")
     text = ELEMENT_SEPARATOR.join(e.text for e in elements)
     return ParsedDocument(format=fmt, elements=elements, text=text, offsets=element_offsets(elements))
 
 
-def _partition(path: Path, fmt: str, pdf_strategy: str) -> list[Any]:
+def _partition(path: Path, fmt: str, pdf_strategy: str, pdf_engine: str = "pdfium") -> list[Any]:
     filename = str(path)
     if fmt == "markdown":
         from unstructured.partition.md import partition_md
@@ -178,6 +196,13 @@ def _partition(path: Path, fmt: str, pdf_strategy: str) -> list[Any]:
         from unstructured.partition.text import partition_text
 
         return partition_text(filename=filename, languages=["eng"])
+    if fmt == "pdf" and pdf_engine == "pdfium":
+        from ragpipe.pdf import PdfError, partition_pdfium
+
+        try:
+            return partition_pdfium(path)
+        except PdfError as exc:
+            raise ParseError(f"{path.name}: {exc}; the file is damaged or password-protected") from None
     if fmt == "pdf":
         from unstructured.partition.pdf import partition_pdf
 

@@ -111,7 +111,7 @@ def _vm_size() -> int:
 def _worker_main(conn: Any, parent_pid: int, idle_s: float) -> None:
     """The worker loop (in the child): load spaCy once, then parse one file per request under the limits.
 
-    Protocol: -> ("ready", pid) | ("fatal", why); per request (path, pdf_strategy, max_memory_mb, timeout_s):
+    Protocol: -> ("ready", pid) | ("fatal", why); per request (path, pdf_strategy, max_memory_mb, timeout_s, pdf_engine):
     -> ("started",) once the format's modules are imported and the limit is set, then ("ok", format, text, stored elements)
     or ("err", error_class, message). A memory failure ends the worker after its reply (a clean heap for the next).
     """
@@ -142,10 +142,12 @@ def _worker_main(conn: Any, parent_pid: int, idle_s: float) -> None:
             return
         path_str, pdf_strategy, max_memory_mb, *rest = request
         timeout_s = float(rest[0]) if rest else 0.0
+        pdf_engine = str(rest[1]) if len(rest) > 1 else "pdfium"
         path = Path(path_str)
         fatal = False
         try:
-            module = _PRELOAD.get(format_of(path) or "")
+            fmt = format_of(path) or ""
+            module = "ragpipe.pdf" if fmt == "pdf" and pdf_engine == "pdfium" else _PRELOAD.get(fmt)
             if module:
                 importlib.import_module(module)
             if max_memory_mb > 0 and _vm_size():
@@ -161,7 +163,7 @@ def _worker_main(conn: Any, parent_pid: int, idle_s: float) -> None:
                 )
             try:
                 conn.send(("started",))
-                doc = parse_file(path, pdf_strategy=pdf_strategy, timeout_s=0)
+                doc = parse_file(path, pdf_strategy=pdf_strategy, timeout_s=0, pdf_engine=pdf_engine)
                 reply: tuple[Any, ...] = ("ok", doc.format, doc.text, doc.elements_json())
             finally:
                 resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
@@ -252,10 +254,12 @@ class _Worker:
         except (EOFError, OSError):
             return _DEAD
 
-    def parse(self, path: Path, pdf_strategy: str, timeout_s: float, max_memory_mb: int) -> tuple[str, str, str]:
+    def parse(
+        self, path: Path, pdf_strategy: str, timeout_s: float, max_memory_mb: int, pdf_engine: str = "pdfium"
+    ) -> tuple[str, str, str]:
         """(format, document text, stored elements JSON) for one file, or a ParseError; the worker is killed when it overruns."""
         try:
-            self.conn.send((str(path), pdf_strategy, int(max_memory_mb), float(timeout_s)))
+            self.conn.send((str(path), pdf_strategy, int(max_memory_mb), float(timeout_s), pdf_engine))
         except (OSError, ValueError):
             raise _WorkerGone() from None
         msg = self._recv(START_TIMEOUT_S)
@@ -353,12 +357,13 @@ class ParserPool:
         pdf_strategy: str = "fast",
         timeout_s: float = DEFAULT_TIMEOUT_S,
         max_memory_mb: int = DEFAULT_MAX_MEMORY_MB,
+        pdf_engine: str = "pdfium",
     ) -> tuple[str, str, str]:
         """(format, document text, stored elements JSON) from a worker."""
         for attempt in range(2):
             w = self._acquire()
             try:
-                return w.parse(Path(path), pdf_strategy, timeout_s, max_memory_mb)
+                return w.parse(Path(path), pdf_strategy, timeout_s, max_memory_mb, pdf_engine)
             except _WorkerGone:
                 w.kill()
                 if attempt:
@@ -373,9 +378,10 @@ class ParserPool:
         pdf_strategy: str = "fast",
         timeout_s: float = DEFAULT_TIMEOUT_S,
         max_memory_mb: int = DEFAULT_MAX_MEMORY_MB,
+        pdf_engine: str = "pdfium",
     ) -> ParsedDocument:
         """Parse in a worker; the elements are rebuilt here from the worker's text and stored elements."""
-        fmt, text, stored = self.parse_json(path, pdf_strategy, timeout_s, max_memory_mb)
+        fmt, text, stored = self.parse_json(path, pdf_strategy, timeout_s, max_memory_mb, pdf_engine)
         elements = elements_from_json(stored, text)
         return ParsedDocument(
             format=fmt, elements=elements, text=text, offsets=element_offsets(elements), stored=stored

@@ -39,6 +39,10 @@ STAGE_SECTIONS = {
 # The names settings may use, each with what it is (for --help and error messages). The code behind each name is
 # registered under the same name in its stage module (ragpipe.chunk.CHUNKERS, ragpipe.answer.ANSWERERS; embedders:
 # ragpipe.embed.EMBEDDERS, where any other name is a sentence-transformers model); a test keeps the lists equal.
+PDF_ENGINES = {
+    "pdfium": "page text from pdfium, rebuilt into titles, paragraphs and list items (the default; fast)",
+    "unstructured": "unstructured's partition_pdf with [parser].pdf_strategy (pdfminer; ~100x slower)",
+}
 CHUNKER_STRATEGIES = {
     "by_title": "a chunk never spans a section title and never cuts an element (the default)",
     "basic": "packs whole elements up to max_characters",
@@ -78,7 +82,8 @@ class CorpusSettings:
 
 @dataclass(frozen=True)
 class ParserSettings:
-    pdf_strategy: str = "fast"
+    pdf_strategy: str = "fast"  # unstructured's strategy, when pdf_engine = "unstructured"
+    pdf_engine: str = "pdfium"  # pdfium (fast text, ragpipe.pdf) | unstructured (partition_pdf, pdfminer)
     timeout_s: float = 120.0  # per document: a file that parses longer becomes an ingest_errors row
     max_memory_mb: int = 2048  # per document: address space a parse may add to its worker process (RLIMIT_AS)
 
@@ -430,6 +435,8 @@ def _validate(s: Settings) -> None:
         raise SettingsError(f"{src}: [chunker].overlap must be >= 0 and below max_characters")
     if s.parser.pdf_strategy not in ("fast", "auto", "hi_res", "ocr_only"):
         raise SettingsError(f"{src}: [parser].pdf_strategy must be fast, auto, hi_res or ocr_only")
+    if s.parser.pdf_engine not in PDF_ENGINES:
+        raise SettingsError(f"{src}: [parser].pdf_engine must be {_names(PDF_ENGINES)}")
     if s.parser.timeout_s <= 0 or s.parser.max_memory_mb < 64:
         raise SettingsError(f"{src}: [parser].timeout_s must be above 0 and [parser].max_memory_mb at least 64")
     if s.retriever.mode not in ("vector", "fts", "hybrid"):
