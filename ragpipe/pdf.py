@@ -34,7 +34,8 @@ IMPL_VERSION = "1"  # bump when this engine yields other elements or text (re-pa
 TITLE_SIZE_RATIO = 1.15  # a line this much larger than the body size is a heading
 TITLE_MAX_CHARS = 200
 PARAGRAPH_GAP_RATIO = 1.45  # a vertical gap this many times the usual line spacing ends a paragraph
-SHORT_LINE_RATIO = 0.75  # a line shorter than this share of the page's long lines may end a paragraph
+SHORT_LINE_RATIO = 0.75
+MAX_UNLOADABLE_PAGES = 10  # this many pages in a row that pdfium cannot load: the file is damaged, not a page  # a line shorter than this share of the page's long lines may end a paragraph
 
 _LINE_RE = re.compile(r"[^\r\n]*")
 _BULLET_RE = re.compile(
@@ -67,9 +68,19 @@ def read_lines(path: Path) -> list[Line]:
         raise PdfError(f"pdfium cannot open it ({exc})") from None
     lines: list[Line] = []
     x, y = ctypes.c_double(), ctypes.c_double()
+    unloadable: list[int] = []  # consecutive pages pdfium could not load
     try:
         for index in range(len(doc)):
-            page = doc[index]
+            try:
+                page = doc[index]
+            except pdfium.PdfiumError:
+                unloadable.append(index + 1)
+                if len(unloadable) >= MAX_UNLOADABLE_PAGES:
+                    raise PdfError(
+                        f"pages {unloadable[0]}-{unloadable[-1]} cannot be loaded (the file claims {len(doc)} pages)"
+                    ) from None
+                continue  # one damaged page is skipped; the rest of the document is kept
+            unloadable.clear()
             textpage = page.get_textpage()
             try:
                 text = textpage.get_text_range()
