@@ -156,17 +156,26 @@ def test_a_killed_shard_resumes_and_finished_shards_are_not_parsed_again(
 @pytest.mark.slow
 @pytest.mark.dagster
 def test_dagster_run_with_two_parse_shards(synced: Project, reference: dict[str, Any], tmp_path: Path) -> None:
+    """The multiprocess executor (as the daemon and `ragpipe ci --multiprocess` run it): shards in two processes."""
+    from assets.runner import materialize
+
     q = _copy(synced, tmp_path / "dg")
     with q.settings_file.open("a") as fh:
         fh.write("\n[scale]\nparse_shards = 2\n")
-    result = q.materialize(["documents"])
-    steps = {
-        ev.step_key
-        for ev in result.all_events
-        if ev.event_type_value == "STEP_SUCCESS" and ev.step_key.startswith("documents.")
-    }
-    assert steps == {f"documents.{s}" for s in ("parse_plan", "parse_shard_0", "parse_shard_1", "parse_merge")}
-    md = q.metadata(result, "documents")
+    (tmp_path / "dagster_home").mkdir()
+    instance = dg.DagsterInstance.local_temp(str(tmp_path / "dagster_home"))
+    result = materialize(str(q.settings_file), ["documents"], instance, multiprocess=True)
+    assert result.success, [str(e) for e in result.all_events if e.is_failure]
+    steps, pids = set(), {}
+    for ev in result.all_events:
+        if ev.event_type_value == "STEP_SUCCESS" and ev.step_key.startswith("documents."):
+            steps.add(ev.step_key.removeprefix("documents."))
+        if ev.event_type_value == "STEP_OUTPUT" and ev.step_key.startswith("documents.parse_shard_"):
+            pids[ev.step_key] = ev.event_specific_data.metadata["pid"].value
+    assert steps == {"parse_plan", "parse_shard_0", "parse_shard_1", "parse_merge"}
+    assert len(set(pids.values())) == 2, pids
+    record = instance.fetch_materializations(dg.AssetKey("documents"), limit=1).records[0]
+    md = {k: v.value for k, v in record.asset_materialization.metadata.items()}
     assert (md["shards"], md["documents"], md["ingest_errors"]) == (2, len(KEEP), len(BAD))
     assert _warehouse(q) == reference
     assert not list((q.settings().warehouse_dir / "staging").glob("parse-*"))
