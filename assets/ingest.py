@@ -10,7 +10,7 @@ import dagster as dg
 
 from assets.automation import RAGPIPE_CONDITION
 from assets.resources import RagpipeResource
-from ragpipe import embed, ingest, shard
+from ragpipe import embed, ingest, parse_shard, shard
 from ragpipe.embed import usable_cpus
 from ragpipe.settings import Settings
 from ragpipe.versions import code_version
@@ -67,29 +67,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 data_version=dg.DataVersion(stats["manifest_sha256"][:16]),
             )
 
-    @dg.asset(
-        name="documents",
-        deps=[corpus],
-        group_name=GROUP,
-        kinds={"duckdb", "unstructured"},
-        code_version=code_version(settings, "parser"),
-        pool="duckdb",
-        automation_condition=RAGPIPE_CONDITION,
-        description="Each file partitioned with unstructured (titles, element types, pages). Bad files become "
-        "ingest_errors rows and are skipped; only new or changed files are parsed.",
-    )
-    def documents(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
-        s = ragpipe.settings()
-        with ragpipe.warehouse() as con:
-            stats = ingest.parse_documents(s, con, context.run.run_id, log=context.log.info)
-            return dg.MaterializeResult(
-                metadata={
-                    **{k: v for k, v in stats.items()},
-                    "dagster/row_count": stats["documents"],
-                    "errors": dg.MetadataValue.md(_errors_md(con)),
-                },
-                data_version=_version(con, "SELECT doc_id, sha256, parser_tag FROM documents ORDER BY doc_id"),
-            )
+    documents = build_documents(settings, corpus)
 
     @dg.asset(
         name="chunks",
@@ -114,6 +92,73 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             )
 
     return [corpus, documents, chunks, build_embeddings(settings, chunks)]
+
+
+def _documents_output(con: Any, stats: dict[str, Any]) -> tuple[dict[str, Any], dg.DataVersion]:
+    metadata = {**stats, "dagster/row_count": stats["documents"], "errors": dg.MetadataValue.md(_errors_md(con))}
+    return metadata, _version(con, "SELECT doc_id, sha256, parser_tag FROM documents ORDER BY doc_id")
+
+
+def build_documents(settings: Settings, corpus: dg.AssetsDefinition) -> dg.AssetsDefinition:
+    """One step, or with [scale].parse_shards > 1 a plan -> N shard steps -> merge graph (ragpipe.parse_shard)."""
+    common = dict(
+        name="documents",
+        group_name=GROUP,
+        kinds={"duckdb", "unstructured"},
+        code_version=code_version(settings, "parser"),
+        automation_condition=RAGPIPE_CONDITION,
+        description="Each file partitioned with unstructured (titles, element types, pages). Bad files become "
+        "ingest_errors rows and are skipped; only new or changed files are parsed.",
+    )
+    shards = settings.scale.parse_shards
+    if shards <= 1:
+
+        @dg.asset(deps=[corpus], pool="duckdb", **common)
+        def documents(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
+            with ragpipe.warehouse() as con:
+                stats = ingest.parse_documents(ragpipe.settings(), con, context.run.run_id, log=context.log.info)
+                metadata, version = _documents_output(con, stats)
+            return dg.MaterializeResult(metadata=metadata, data_version=version)
+
+        return documents
+
+    @dg.op(name="parse_plan", pool="duckdb", ins={"start": dg.In(dg.Nothing)})
+    def parse_plan(context: dg.OpExecutionContext, ragpipe: RagpipeResource) -> str:
+        """Which files need parsing, one work file per shard (reads DuckDB)."""
+        with ragpipe.warehouse() as con:
+            return parse_shard.plan(ragpipe.settings(), con, shards, log=context.log.info)["stage"]
+
+    def shard_op(i: int) -> dg.OpDefinition:
+        @dg.op(name=f"parse_shard_{i}", tags={"ragpipe/shard": f"{i}/{shards}"})
+        def parse_one_shard(context: dg.OpExecutionContext, ragpipe: RagpipeResource, stage: str) -> str:
+            """One shard's files parsed into the staging directory; touches no database, so shards run in parallel."""
+            # Shards of one run share this machine's cores and memory under the multiprocess executor; on a cluster
+            # executor each step has its own machine: RAGPIPE_SHARD_WORKERS says how many parser processes it runs.
+            workers = int(os.environ.get("RAGPIPE_SHARD_WORKERS") or 0)
+            stats = parse_shard.parse_shard(
+                ragpipe.settings(), Path(stage), i, shards, log=context.log.info, workers=workers
+            )
+            context.add_output_metadata({**stats, "pid": os.getpid()})
+            return stage
+
+        return parse_one_shard
+
+    @dg.op(name="parse_merge", pool="duckdb")
+    def parse_merge(context: dg.OpExecutionContext, ragpipe: RagpipeResource, stages: list[str]) -> dg.Output:
+        """Every shard's results into DuckDB in path order (the same rows whatever the shard count or order)."""
+        with ragpipe.warehouse() as con:
+            stats = parse_shard.merge(
+                ragpipe.settings(), con, context.run.run_id, Path(stages[0]), shards, log=context.log.info
+            )
+            metadata, version = _documents_output(con, stats)
+        return dg.Output(None, metadata=metadata, data_version=version)
+
+    @dg.graph_asset(ins={"corpus": dg.AssetIn(key=corpus.key, dagster_type=dg.Nothing)}, **common)
+    def documents(corpus):  # type: ignore[no-untyped-def]
+        stage = parse_plan(corpus)
+        return parse_merge([shard_op(i)(stage) for i in range(shards)])
+
+    return documents
 
 
 def _embeddings_output(s: Settings, con: Any, stats: dict[str, Any]) -> tuple[dict[str, Any], dg.DataVersion]:

@@ -669,8 +669,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--multiprocess",
         action="store_true",
-        help="one process per step, as the Dagster daemon runs jobs: embedding shards ([scale].embed_shards) "
-        "run in parallel (default: every step in this process)",
+        help="one process per step, as the Dagster daemon runs jobs: parsing and embedding shards "
+        "([scale].parse_shards, embed_shards) run in parallel (default: every step in this process)",
     )
     p.set_defaults(func=cmd_ci)
     p = sub.add_parser(

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import duckdb
 import pyarrow as pa
@@ -20,7 +20,6 @@ from ragpipe.chunk import Chunk, chunk_document
 from ragpipe.corpus import scan_corpus
 from ragpipe.embed import Embedder, LazyEmbedder
 from ragpipe.parse import (
-    ParsedDocument,
     ParseError,
     ParserUnavailable,
     element_offsets,
@@ -29,7 +28,7 @@ from ragpipe.parse import (
     parse_file,
     parser_tag,
 )
-from ragpipe.parse_pool import failed_under_lower_limits, isolation_available, shared_pool
+from ragpipe.parse_pool import ParserPool, failed_under_lower_limits, isolation_available, parser_workers, shared_pool
 from ragpipe.settings import Settings
 from ragpipe.warehouse import drop_block_cache, transaction
 
@@ -89,15 +88,25 @@ def doc_version(sha: str, tag: str) -> str:
     return f"{sha}+{tag}" if tag else sha
 
 
-def parse_documents(
-    settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop
-) -> dict[str, Any]:
-    """Parse new and changed files; drop documents that left the corpus. A bad file becomes an ingest_errors row.
+@dataclass(frozen=True)
+class ParseResult:
+    """One file's parse as the documents stage records it: a documents row, or (error_class set) an ingest_errors row."""
 
-    Files are parsed in worker processes under [parser].timeout_s and [parser].max_memory_mb per document
-    (ragpipe.parse_pool.ParserPool); a file that overran a lower limit than the current one is tried again.
-    """
-    t0 = time.time()
+    path: str  # relative to the corpus directory: the document id
+    version: str  # the document version parsed (doc_version: content hash, plus the PDF engine's tag)
+    seconds: float
+    format: str | None = None
+    n_elements: int = 0
+    text: str = ""
+    elements_json: str = ""
+    error_class: str | None = None
+    message: str | None = None
+
+
+def documents_todo(settings: Settings, con: duckdb.DuckDBPyConnection) -> tuple[list[tuple[str, str]], list[str], int]:
+    """The documents stage's change detection: (files to parse as (path, version) in path order, documents and parse
+    errors of files gone from the corpus, corpus size). A file is parsed when new or changed, or when it failed under
+    a lower [parser] limit than the current one."""
     p = settings.parser
     corpus = [
         (path, doc_version(sha, parser_tag(format_of(Path(path)), p.pdf_engine, p.pdf_strategy)))
@@ -110,7 +119,6 @@ def parse_documents(
             "SELECT path, sha256, error_class, message FROM ingest_errors WHERE stage = 'parse'"
         ).fetchall()
     }
-    current = {path for path, _ in corpus}
 
     def needs_parse(path: str, sha: str) -> bool:
         if parsed.get(path) == sha:
@@ -120,83 +128,97 @@ def parse_documents(
         return failed_under_lower_limits(failed[path][1], failed[path][2], p.timeout_s, p.max_memory_mb)
 
     todo = [(path, h) for path, h in corpus if needs_parse(path, h)]
+    gone = sorted((set(parsed) | set(failed)) - {path for path, _ in corpus})
+    return todo, gone, len(corpus)
 
+
+def remove_documents(con: duckdb.DuckDBPyConnection, gone: list[str]) -> None:
     with transaction(con):
-        gone = sorted((set(parsed) | set(failed)) - current)
         for doc_id in gone:
             con.execute("DELETE FROM documents WHERE doc_id = ?", [doc_id])
             con.execute("DELETE FROM ingest_errors WHERE path = ? AND stage = 'parse'", [doc_id])
 
-    pool = shared_pool() if todo and isolation_available() else None
 
-    def work(item: tuple[str, str]) -> tuple[ParsedDocument | None, Exception | None, float]:
-        path = settings.corpus.dir / item[0]
-        started = time.perf_counter()
-        try:
-            if pool is not None:
-                doc = pool.parse(path, p.pdf_strategy, p.timeout_s, p.max_memory_mb, p.pdf_engine)
-            else:  # no child processes possible here: in-process, with only the (main-thread) time limit
-                doc = parse_file(path, pdf_strategy=p.pdf_strategy, timeout_s=p.timeout_s, pdf_engine=p.pdf_engine)
-        except ParserUnavailable:
-            raise  # a broken environment fails the stage; it is not a bad file
-        except Exception as exc:  # one bad file never stops the run: record it and go on
-            return None, exc, time.perf_counter() - started
-        return doc, None, time.perf_counter() - started
-
-    n_ok = n_err = 0
-    executor = ThreadPoolExecutor(max_workers=pool.size, thread_name_prefix="parse") if pool is not None else None
-    results = executor.map(work, todo) if executor is not None else map(work, todo)
+def parse_one(settings: Settings, pool: ParserPool | None, rel: str, version: str) -> ParseResult:
+    """Parse one corpus file (in a worker of `pool`, else in-process); a bad file becomes an error result."""
+    p = settings.parser
+    path = settings.corpus.dir / rel
+    started = time.perf_counter()
     try:
-        for i, ((rel, version), (doc, exc, seconds)) in enumerate(zip(todo, results), 1):
-            path = settings.corpus.dir / rel
-            sha, _, tag = version.partition("+")
-            if doc is None:
-                assert exc is not None
-                n_err += 1
-                error_class = exc.error_class if isinstance(exc, ParseError) else type(exc).__name__
-                msg = str(exc) if isinstance(exc, ParseError) else f"{rel}: {type(exc).__name__}: {exc}"
-                msg = msg.replace(path.name + ":", rel + ":", 1) if msg.startswith(path.name + ":") else msg
-                with transaction(con):
-                    con.execute("DELETE FROM documents WHERE doc_id = ?", [rel])
-                    con.execute("DELETE FROM ingest_errors WHERE path = ? AND stage = 'parse'", [rel])
-                    con.execute(
-                        "INSERT INTO ingest_errors VALUES (?, 'parse', ?, ?, ?, ?, now())",
-                        [rel, version, error_class, msg[:2000], run_id],
-                    )
-                log(f"parse: [{i}/{len(todo)}] FAILED {msg}")
-                continue
-            n_ok += 1
-            with transaction(con):
-                con.execute("DELETE FROM documents WHERE doc_id = ?", [rel])
-                con.execute("DELETE FROM ingest_errors WHERE path = ? AND stage = 'parse'", [rel])
-                con.execute(
-                    "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?, ?)",
-                    [
-                        rel,
-                        str(path),
-                        sha,
-                        doc.format,
-                        doc.n_elements,
-                        len(doc.text),
-                        doc.text,
-                        doc.elements_json(),
-                        seconds,
-                        run_id,
-                        tag,
-                    ],
-                )
-            if i % CACHE_EVERY_DOCS == 0:
-                drop_block_cache(con)
-            if i % 10 == 0 or i == len(todo):
-                log(f"parse: [{i}/{len(todo)}] {rel}: {doc.n_elements} elements in {seconds:.2f} s")
-    except BaseException:
         if pool is not None:
-            pool.close()  # stop the documents in flight now (interrupted, or the warehouse failed); a new pool follows
-        raise
-    finally:
-        if executor is not None:
-            executor.shutdown(wait=True, cancel_futures=True)
+            fmt, text, stored = pool.parse_json(path, p.pdf_strategy, p.timeout_s, p.max_memory_mb, p.pdf_engine)
+            n_elements = len(json.loads(stored)["elements"])
+        else:  # no child processes possible here: in-process, with only the (main-thread) time limit
+            doc = parse_file(path, pdf_strategy=p.pdf_strategy, timeout_s=p.timeout_s, pdf_engine=p.pdf_engine)
+            fmt, text, stored, n_elements = doc.format, doc.text, doc.elements_json(), doc.n_elements
+    except ParserUnavailable:
+        raise  # a broken environment fails the stage; it is not a bad file
+    except Exception as exc:  # one bad file never stops the run: record it and go on
+        error_class = exc.error_class if isinstance(exc, ParseError) else type(exc).__name__
+        msg = str(exc) if isinstance(exc, ParseError) else f"{rel}: {type(exc).__name__}: {exc}"
+        msg = msg.replace(path.name + ":", rel + ":", 1) if msg.startswith(path.name + ":") else msg
+        return ParseResult(rel, version, time.perf_counter() - started, error_class=error_class, message=msg[:2000])
+    return ParseResult(rel, version, time.perf_counter() - started, fmt, n_elements, text, stored)
 
+
+def record_parse(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, r: ParseResult) -> None:
+    """Write one file's parse: its documents row, or its ingest_errors row (replacing the file's previous ones)."""
+    sha, _, tag = r.version.partition("+")
+    with transaction(con):
+        con.execute("DELETE FROM documents WHERE doc_id = ?", [r.path])
+        con.execute("DELETE FROM ingest_errors WHERE path = ? AND stage = 'parse'", [r.path])
+        if r.error_class is not None:
+            con.execute(
+                "INSERT INTO ingest_errors VALUES (?, 'parse', ?, ?, ?, ?, now())",
+                [r.path, r.version, r.error_class, r.message, run_id],
+            )
+            return
+        con.execute(
+            "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?, ?)",
+            [
+                r.path,
+                str(settings.corpus.dir / r.path),
+                sha,
+                r.format,
+                r.n_elements,
+                len(r.text),
+                r.text,
+                r.elements_json,
+                r.seconds,
+                run_id,
+                tag,
+            ],
+        )
+
+
+def record_parses(
+    settings: Settings,
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    results: Iterable[ParseResult],
+    total: int,
+    log: Log = _noop,
+) -> tuple[int, int]:
+    """Write parse results in the order given; returns (documents written, errors written)."""
+    n_ok = n_err = 0
+    for i, r in enumerate(results, 1):
+        record_parse(settings, con, run_id, r)
+        if r.error_class is not None:
+            n_err += 1
+            log(f"parse: [{i}/{total}] FAILED {r.message}")
+        else:
+            n_ok += 1
+            if i % 10 == 0 or i == total:
+                log(f"parse: [{i}/{total}] {r.path}: {r.n_elements} elements in {r.seconds:.2f} s")
+        if i % CACHE_EVERY_DOCS == 0:
+            drop_block_cache(con)
+    return n_ok, n_err
+
+
+def documents_stats(
+    con: duckdb.DuckDBPyConnection, run_id: str, t0: float, counts: tuple[int, int], removed: int, unchanged: int
+) -> dict[str, Any]:
+    """The documents stage's figures, recorded in stage_runs."""
     totals = con.execute(
         "SELECT count(*), coalesce(sum(n_elements), 0), coalesce(sum(n_chars), 0) FROM documents"
     ).fetchone()
@@ -205,14 +227,45 @@ def parse_documents(
         "documents": totals[0],
         "elements": int(totals[1]),
         "chars": int(totals[2]),
-        "parsed_this_run": n_ok,
-        "failed_this_run": n_err,
-        "removed_this_run": len(gone),
-        "unchanged": len(corpus) - len(todo),
+        "parsed_this_run": counts[0],
+        "failed_this_run": counts[1],
+        "removed_this_run": removed,
+        "unchanged": unchanged,
         "ingest_errors": errors,
     }
     _record_stage(con, run_id, "documents", None, t0, stats)
     return stats
+
+
+def parse_documents(
+    settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop
+) -> dict[str, Any]:
+    """Parse new and changed files; drop documents that left the corpus. A bad file becomes an ingest_errors row.
+
+    Files are parsed in worker processes under [parser].timeout_s and [parser].max_memory_mb per document
+    (ragpipe.parse_pool.ParserPool, [parser].workers of them); a file that overran a lower limit than the current one
+    is tried again. With [scale].parse_shards > 1 the same work is split into steps (ragpipe.parse_shard).
+    """
+    t0 = time.time()
+    todo, gone, n_corpus = documents_todo(settings, con)
+    remove_documents(con, gone)
+    pool = shared_pool(parser_workers(settings.parser)) if todo and isolation_available() else None
+    executor = ThreadPoolExecutor(max_workers=pool.size, thread_name_prefix="parse") if pool is not None else None
+
+    def work(item: tuple[str, str]) -> ParseResult:
+        return parse_one(settings, pool, *item)
+
+    results = executor.map(work, todo) if executor is not None else map(work, todo)
+    try:
+        counts = record_parses(settings, con, run_id, results, len(todo), log)
+    except BaseException:
+        if pool is not None:
+            pool.close()  # stop the documents in flight now (interrupted, or the warehouse failed); a new pool follows
+        raise
+    finally:
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
+    return documents_stats(con, run_id, t0, counts, len(gone), n_corpus - len(todo))
 
 
 def chunk_documents(

@@ -41,6 +41,9 @@ from ragpipe.parse import (
 
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_MEMORY_MB = 2048
+# A worker's resident size after parsing the realdocs HTML, Markdown and text (spaCy and unstructured loaded; VmRSS,
+# bench/parse_workers.py); a document may add up to [parser].max_memory_mb on top.
+WORKER_RSS_MB = 500
 WORKER_IDLE_S = 300.0  # an idle worker exits after this long; the next document starts a fresh one
 START_TIMEOUT_S = 600.0  # start-up (imports, spaCy) and per-format imports; never counted against a document
 
@@ -309,6 +312,46 @@ class _Worker:
         self.kill()
 
 
+def _usable_cpus() -> int:
+    from ragpipe.model_build import usable_cpus
+
+    return usable_cpus()
+
+
+def available_memory_mb() -> int | None:
+    """Memory available to new processes (Linux MemAvailable, else free pages); None where neither is known."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (1 << 20)
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def derive_workers(requested: int, max_memory_mb: int, cpus: int, memory_mb: int | None, share: int = 1) -> int:
+    """How many parser workers a process runs: `requested` if above 0, else one per core and as many as memory
+    holds at worst (each WORKER_RSS_MB plus max_memory_mb), with the cores and memory split `share` ways
+    (parse shards of one run on one machine). Two cores or fewer get one worker: a second one is slower there
+    (bench/parse_workers.py, docs/scaling.md)."""
+    if requested > 0:
+        return requested
+    cores = max(1, cpus // max(1, share))
+    workers = 1 if cores <= 2 else cores
+    if memory_mb is not None:
+        workers = min(workers, (memory_mb // max(1, share)) // (WORKER_RSS_MB + max_memory_mb))
+    return max(1, workers)
+
+
+def parser_workers(parser: Any, share: int = 1) -> int:
+    """derive_workers for [parser] settings on this machine ([parser].workers, 0: from cores and memory)."""
+    return derive_workers(parser.workers, parser.max_memory_mb, _usable_cpus(), available_memory_mb(), share)
+
+
 class ParserPool:
     """Worker processes reused across documents; a worker that overran or crashed is replaced.
 
@@ -316,9 +359,7 @@ class ParserPool:
     """
 
     def __init__(self, size: int | None = None, idle_s: float = WORKER_IDLE_S):
-        # Two workers only where there are cores to spare: each loads its own spaCy, and on two cores shared
-        # with the parent they slow each other down (measured on the bundled example).
-        self.size = size or (1 if (os.cpu_count() or 1) <= 2 else 2)
+        self.size = size or derive_workers(0, DEFAULT_MAX_MEMORY_MB, _usable_cpus(), available_memory_mb())
         self.idle_s = idle_s
         self.pid = os.getpid()
         self.closed = False
@@ -405,11 +446,15 @@ def isolation_available() -> bool:
     return bool(sys.executable)
 
 
-def shared_pool() -> ParserPool:
-    """The process-wide pool: workers (and their loaded spaCy) are reused across runs in a long-lived process."""
+def shared_pool(size: int | None = None) -> ParserPool:
+    """The process-wide pool: workers (and their loaded spaCy) are reused across runs in a long-lived process.
+
+    A different `size` replaces it (its workers are stopped)."""
     global _POOL
     with _POOL_LOCK:
+        if _POOL is not None and size and _POOL.size != size and _POOL.pid == os.getpid():
+            _POOL.close()
         if _POOL is None or _POOL.closed or _POOL.pid != os.getpid():
-            _POOL = ParserPool()
+            _POOL = ParserPool(size)
             atexit.register(_POOL.close)
         return _POOL

@@ -27,7 +27,14 @@ from typing import Any
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as raw
-from unstructured.documents.elements import ElementMetadata, ListItem, NarrativeText, Text, Title
+from unstructured.documents.elements import (
+    ElementMetadata,
+    ListItem,
+    NarrativeText,
+    Text,
+    Title,
+    assign_and_map_hash_ids,
+)
 
 IMPL_VERSION = "1"  # bump when this engine yields other elements or text (re-parses the PDFs only)
 
@@ -204,4 +211,4 @@ def partition_pdfium(path: Path) -> list[Any]:
         text = _join(group)
         if text.strip():
             elements.append(_element(kind, text, first.page))
-    return elements
+    return assign_and_map_hash_ids(elements)  # ids from text, page and position, as unstructured's partitioners give

@@ -35,6 +35,8 @@ STAGE_SECTIONS = {
     "verdict": ("gate", "judge"),  # with a judge enabled, its prompt version is part of the code version too
 }
 
+# Settings that change how fast a stage runs, never what it produces: left out of its code version.
+UNVERSIONED = {"parser": ("workers",)}
 
 # The names settings may use, each with what it is (for --help and error messages). The code behind each name is
 # registered under the same name in its stage module (ragpipe.chunk.CHUNKERS, ragpipe.answer.ANSWERERS; embedders:
@@ -86,6 +88,7 @@ class ParserSettings:
     pdf_engine: str = "pdfium"  # pdfium (fast text, ragpipe.pdf) | unstructured (partition_pdf, pdfminer)
     timeout_s: float = 120.0  # per document: a file that parses longer becomes an ingest_errors row
     max_memory_mb: int = 2048  # per document: address space a parse may add to its worker process (RLIMIT_AS)
+    workers: int = 0  # worker processes per parsing process; 0: from the cores and memory (ragpipe.parse_pool)
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,8 @@ class ScaleSettings:
     # executor runs them in parallel here, a cluster executor on other machines. Part of no stage's code version:
     # the vectors do not depend on how the work was split.
     embed_shards: int = 1
+    # The same for parsing: new and changed files parsed in N steps by a static hash of their path (ragpipe.parse_shard).
+    parse_shards: int = 1
 
 
 @dataclass(frozen=True)
@@ -222,9 +227,12 @@ class Settings:
 
     def stage_hash(self, stage: str) -> str:
         """A short hash of one stage's settings (paths made relative so the hash is machine-independent)."""
-        payload = {
-            name: _jsonable(dataclasses.asdict(getattr(self, name)), self.root) for name in STAGE_SECTIONS[stage]
-        }
+        payload = {}
+        for name in STAGE_SECTIONS[stage]:
+            section = dataclasses.asdict(getattr(self, name))
+            for key in UNVERSIONED.get(name, ()):
+                section.pop(key, None)
+            payload[name] = _jsonable(section, self.root)
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
         return digest[:10]
 
@@ -443,6 +451,10 @@ def _validate(s: Settings) -> None:
         raise SettingsError(f"{src}: [retriever].mode must be vector, fts or hybrid, got {s.retriever.mode!r}")
     if not 1 <= s.scale.embed_shards <= 64:
         raise SettingsError(f"{src}: [scale].embed_shards must be between 1 and 64, got {s.scale.embed_shards}")
+    if not 1 <= s.scale.parse_shards <= 64:
+        raise SettingsError(f"{src}: [scale].parse_shards must be between 1 and 64, got {s.scale.parse_shards}")
+    if s.parser.workers < 0:
+        raise SettingsError(f"{src}: [parser].workers must be 0 (from the cores and memory) or a number of processes")
     if s.retriever.k < 1:
         raise SettingsError(f"{src}: [retriever].k must be at least 1")
     if s.answerer.kind not in ANSWERER_KINDS:

@@ -55,7 +55,12 @@ def draw_pdf(path: Path, pages: list[list[tuple[str, str]]]) -> Path:
 @pytest.fixture(scope="module")
 def manual(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pages = [
-        [("h", "Warranty terms"), ("p", BODY), ("p", "Claims are made through the service portal."), ("h", "Exclusions")],
+        [
+            ("h", "Warranty terms"),
+            ("p", BODY),
+            ("p", "Claims are made through the service portal."),
+            ("h", "Exclusions"),
+        ],
         [
             ("p", "The warranty does not cover:"),
             ("b", "damage from collisions with fixtures that were not in the validated cell layout"),
@@ -101,6 +106,7 @@ def test_spans_slice_back_through_the_stored_form(manual: Path) -> None:
     again = elements_from_json(doc.elements_json(), doc.text)
     assert [(type(e).__name__, e.text, e.metadata.page_number) for e in again] == kinds(doc)
     assert element_offsets(again) == doc.offsets
+    assert [e.id for e in parse_file(manual, pdf_engine="pdfium").elements] == [e.id for e in doc.elements]
 
 
 def test_real_pdf_dehyphenates_and_keeps_every_page() -> None:
@@ -148,5 +154,7 @@ def test_engine_switch_reparses_and_rechunks_exactly_the_pdfs(tmp_path: Path) ->
     assert parsed["parsed_this_run"] == 0 and chunked["rechunked_documents"] == 0
     s = load_settings(tmp_path / "ragpipe.toml")
     with connect(s.duckdb_path, read_only=True) as con:
-        tags = dict(con.execute("SELECT format = 'pdf', list(DISTINCT parser_tag) FROM documents GROUP BY 1").fetchall())
+        tags = dict(
+            con.execute("SELECT format = 'pdf', list(DISTINCT parser_tag) FROM documents GROUP BY 1").fetchall()
+        )
     assert tags == {True: ["unstructured-fast"], False: [""]}

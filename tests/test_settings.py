@@ -59,3 +59,18 @@ def test_settings_path_from_environment(tmp_path: Path, monkeypatch: pytest.Monk
     s = load_settings()
     assert s.corpus.dir == tmp_path / "docs"
     assert s.duckdb_path == tmp_path / "warehouse" / "ragpipe.duckdb"
+
+
+def test_parse_workers_and_shards_version_nothing(tmp_path: Path) -> None:
+    """How parsing is split (processes, shards) does not change what it produces: no stage becomes stale."""
+    p = make_project(tmp_path / "p")
+    before = _code_versions(p)
+    with p.settings_file.open("a") as fh:
+        fh.write("\n[scale]\nparse_shards = 3\n")
+    text = p.settings_file.read_text()
+    p.settings_file.write_text(text.replace("[chunker]", "[parser]\nworkers = 4\n\n[chunker]", 1))
+    assert p.settings().parser.workers == 4 and p.settings().scale.parse_shards == 3
+    assert _code_versions(p) == before
+    p.settings_file.write_text(text.replace("[chunker]", "[parser]\nworkers = -1\n\n[chunker]", 1))
+    with pytest.raises(SettingsError, match=r"\[parser\].workers must be 0"):
+        load_settings(p.settings_file)
