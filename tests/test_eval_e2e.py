@@ -92,8 +92,11 @@ def test_default_settings_every_trap_retrieved_and_verdicts_follow_answers(proj:
             assert r["verdict"] in ("pass", "fail")
             if r["refused"]:
                 assert r["verdict"] == "fail"
-    # the bundled golden set is validated under the default embedder for every test that ran
-    assert not any(r["unverified"] for r in v.values() if r["anchor_retrieved"])
+    # unverified: exactly the tests validated under no embedder or another one than the run's
+    (current,) = {t[0] for t in proj.sql("SELECT embedder_tag FROM latest_eval_run")}
+    assert {q for q, r in v.items() if r["unverified"]} == {
+        t.question_id for t in golden.tests if t.embedder_tag != current
+    }
 
 
 SNAPSHOT = Path(__file__).parent / "fixtures" / "bundled_verdicts.json"
