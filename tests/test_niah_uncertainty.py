@@ -76,7 +76,12 @@ def test_one_repetition_gap_is_not_enough_trials_and_many_trials_raise_the_flag(
     solid = {(4000, d): _e(0.9 if d in (0.0, 100.0) else 0.7, 200) for d in depths}
     flags = bias_flags(solid, 0.15)
     assert flags["pattern"] == "positional_bias"
-    assert [x["kind"] for x in flags["positional_bias"]] == ["middle"]
+    assert {(x["kind"], x.get("depth")) for x in flags["positional_bias"]} == {
+        ("middle", None),
+        ("depth", 25.0),
+        ("depth", 50.0),
+        ("depth", 75.0),
+    }  # each middle depth is below the rest too; the edges never are
     # One depth far below the rest: that depth is named.
     dip = {(2000, d): _e(0.2 if d == 50.0 else 1.0, 30) for d in depths}
     flags = bias_flags(dip, 0.15)

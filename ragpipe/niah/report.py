@@ -182,6 +182,9 @@ def render_text(result: dict[str, Any], con: duckdb.DuckDBPyConnection, threshol
             f"  {run[0]} trial rows in {run[1] or 0:.1f} s ({run[2] or 0:.2f}/s); tokenizer {run[3]}; answerer {run[4]}; "
             f"embedder {run[5] or '-'}" + (f"; resumed with {run[6]} rows already stored" if run[6] else "")
         )
+    if any("cells" not in info for info in result["subjects"].values()):
+        lines.append("  a report from before intervals were kept: run `ragpipe niah report --run ID` to recompute it")
+        return "\n".join(lines)
     for subject, info in result["subjects"].items():
         lines.append(f"\n{subject.upper()}")
         for metric in (

@@ -218,6 +218,15 @@ def run_trials(
     step = max(1, min(int(getattr(answerer, "progress_step", 1) or 1), 16))
     counter = counter or window_counter(answerer, tok)
     finished, new_rows, started = len(done), 0, time.perf_counter()
+    window = ns.window or DEFAULT_WINDOWS.get(settings.answerer.kind, 0)
+
+    def weight(t: Trial, subject: str) -> float:
+        """ETA weight: the haystack's tokens (a prompt beyond the window costs next to nothing: it is not sent)."""
+        beyond = subject == "full_context" and window and t.placement.n_tokens > window
+        return 1.0 if beyond else float(t.placement.n_tokens)
+
+    left = sum(weight(t, s) for s in ns.subjects for t in trials if (t.trial_id, s) not in done)
+    spent = 0.0
     embedder_tag = None
     for subject in ns.subjects:
         todo = [t for t in trials if (t.trial_id, subject) not in done]
@@ -232,7 +241,9 @@ def run_trials(
             finished += len(rows)
             new_rows += len(rows)
             elapsed = time.perf_counter() - started
-            eta = elapsed / new_rows * (total - finished)
+            w = sum(weight(t, subject) for t in batch)
+            spent, left = spent + w, left - w
+            eta = elapsed / spent * left if spent else 0.0
             for t, r in zip(batch, rows):
                 outcome = r["status"] if r["status"] != "scored" else f"exact={r['exact']:g}"
                 log(
