@@ -36,11 +36,13 @@ def subject_figure(subject: str, cells: list[dict[str, Any]], title: str, path: 
     lengths = sorted({c["length"] for c in cells})
     depths = sorted({c["depth"] for c in cells})
     by = {(c["length"], c["depth"]): c for c in cells}
-    w = max(3.2, 0.95 * len(lengths) + 1.2)
-    fig, axes = plt.subplots(
-        1, len(metrics), figsize=(w * len(metrics), 1.6 + 0.62 * len(depths)), dpi=100, squeeze=False
-    )
-    for ax, m in zip(axes[0], metrics):
+    cols = 2 if len(metrics) == 4 else min(3, len(metrics))
+    rows = -(-len(metrics) // cols)
+    w, h = max(3.4, 1.0 * len(lengths) + 1.2), 1.0 + 0.62 * len(depths)
+    fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows + 0.7), dpi=100, squeeze=False)
+    for ax in axes.flat[len(metrics) :]:
+        ax.set_visible(False)
+    for ax, m in zip(axes.flat, metrics):
         label, higher = FIGURE_METRICS[m]
         data = np.full((len(depths), len(lengths)), np.nan)
         for (n, d), c in by.items():
@@ -61,12 +63,12 @@ def subject_figure(subject: str, cells: list[dict[str, Any]], title: str, path: 
                     text = f"{e['mean']:.2f}\n[{e['lo']:.2f}, {e['hi']:.2f}]\nn={e['n']}"
                 else:
                     text = f"-\nn=0/{c['n']}"
-                ax.text(xi, yi, text, ha="center", va="center", fontsize=6.5, linespacing=1.1)
+                ax.text(xi, yi, text, ha="center", va="center", fontsize=7, linespacing=1.1)
         ax.set_xticks(range(len(lengths)), [_length_label(n) for n in lengths])
         ax.set_yticks(range(len(depths)), [f"{d:g}%" for d in depths])
         ax.set_xlabel("haystack length (tokens)")
         ax.set_title(label, fontsize=9)
-    axes[0][0].set_ylabel("needle depth")
+        ax.set_ylabel("needle depth")
     fig.suptitle(
         f"{title}\ncell: mean, [95% Wilson interval], n scored trials; grey 'overflow k/n': beyond the window, "
         "not scored (never a miss)",
