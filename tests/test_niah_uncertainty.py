@@ -171,7 +171,10 @@ def test_a_stopped_run_resumes_with_only_the_missing_trials_and_equals_an_uninte
             run_trials(s, con, "stopped", answerer=stopping)
         # Every trial finished before the stop is stored; the run is not finished.
         assert con.execute("SELECT count(*) FROM niah_trials WHERE run_id = 'stopped'").fetchone()[0] == k
-        assert con.execute("SELECT finished_at FROM niah_runs WHERE run_id = 'stopped'").fetchone()[0] is None
+        finished_at, secs = con.execute(
+            "SELECT finished_at, seconds FROM niah_runs WHERE run_id = 'stopped'"
+        ).fetchone()
+        assert finished_at is None and secs > 0  # the time spent so far is kept for the resumed run
 
         rest = CountingAnswerer(s.answerer)
         lines.clear()

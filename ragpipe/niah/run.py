@@ -124,12 +124,14 @@ def _clock(seconds: float) -> str:
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
-def _insert(con: duckdb.DuckDBPyConnection, run_id: str, rows: list[dict[str, Any]]) -> None:
+def _insert(con: duckdb.DuckDBPyConnection, run_id: str, rows: list[dict[str, Any]], seconds: float) -> None:
+    """Store finished trials and the run's seconds so far (over every start of a resumed run)."""
     with transaction(con):
         con.executemany(
             f"INSERT INTO niah_trials ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
             [[run_id] + [r[c] for c in COLUMNS[1:]] for r in rows],
         )
+        con.execute("UPDATE niah_runs SET seconds = ? WHERE run_id = ?", [seconds, run_id])
 
 
 def _start_or_resume(
@@ -225,6 +227,7 @@ def run_trials(
         beyond = subject == "full_context" and window and t.placement.n_tokens > window
         return 1.0 if beyond else float(t.placement.n_tokens)
 
+    base_s = con.execute("SELECT coalesce(seconds, 0) FROM niah_runs WHERE run_id = ?", [run_id]).fetchone()[0]
     left = sum(weight(t, s) for s in ns.subjects for t in trials if (t.trial_id, s) not in done)
     spent = 0.0
     embedder_tag = None
@@ -237,7 +240,7 @@ def run_trials(
             batch = todo[j : j + step]
             b0 = time.perf_counter()
             rows = evaluate_trials(subject, batch, settings, ns, tok, answerer, retrieval, counter)
-            _insert(con, run_id, rows)  # persisted as soon as it is scored: a stop loses at most this slice
+            _insert(con, run_id, rows, base_s + time.perf_counter() - t0)  # a stop loses at most this slice
             finished += len(rows)
             new_rows += len(rows)
             elapsed = time.perf_counter() - started
@@ -265,9 +268,9 @@ def run_trials(
     ).fetchone()[0]
     with transaction(con):
         con.execute(
-            "UPDATE niah_runs SET finished_at = now(), n_trials = ?, seconds = coalesce(seconds, 0) + ?, "
+            "UPDATE niah_runs SET finished_at = now(), n_trials = ?, seconds = ?, "
             "trials_per_s = ?, embedder_tag = coalesce(?, embedder_tag) WHERE run_id = ?",
-            [n_rows, secs, new_rows / secs if secs > 0 else None, embedder_tag, run_id],
+            [n_rows, base_s + secs, new_rows / secs if secs > 0 else None, embedder_tag, run_id],
         )
     log(
         f"niah run {run_id}: {new_rows} trial rows evaluated in {secs:.1f} s ({new_rows / max(secs, 1e-9):.2f}/s), "
