@@ -94,8 +94,8 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         kinds={"duckdb", "matplotlib"},
         code_version=_version(settings),
         pool="duckdb",
-        description="Heatmaps (length x depth) per subject and metric, effective context length per subject and "
-        "metric, and positional bias told apart from a decline with length.",
+        description="One figure per subject (metrics side by side, length x depth, n and 95% intervals, overflow marked), "
+        "effective context length and positional bias raised only when the intervals support them.",
     )
     def niah_report(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         from ragpipe.niah import niah_settings
@@ -105,14 +105,17 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         with ragpipe.warehouse() as con:
             result = report(s, con, log=context.log.info)
             text = render_text(result, con, niah_settings(s).effective_threshold)
-        metadata: dict[str, object] = {"run_id": result["run_id"], "summary": dg.MetadataValue.md(f"```\n{text}\n```")}
+        # The figures first, so they head the materialization in the UI: one per subject, metrics side by side.
+        metadata: dict[str, object] = {
+            "figures": dg.MetadataValue.md("\n\n".join(f"**{Path(p).stem}**\n\n{_img(p)}" for p in result["figures"]))
+        }
+        metadata["run_id"] = result["run_id"]
+        metadata["summary"] = dg.MetadataValue.md(f"```\n{text}\n```")
         for subject, info in result["subjects"].items():
             metadata[f"{subject}_effective_length"] = dg.MetadataValue.json(info["effective_length"])
             metadata[f"{subject}_bias"] = dg.MetadataValue.json(info["bias"])
-        for png in result["heatmaps"]:
-            metadata[f"heatmap_{Path(png).stem}"] = dg.MetadataValue.md(_img(png))
-        if result["heatmaps"]:
-            metadata["heatmap_dir"] = dg.MetadataValue.path(str(Path(result["heatmaps"][0]).parent))
+        for png in result["figures"]:
+            metadata[f"figure_{Path(png).stem}_path"] = dg.MetadataValue.path(png)
         return dg.MaterializeResult(metadata=metadata)
 
     return [niah_haystacks, niah_trials, niah_report]

