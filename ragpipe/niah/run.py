@@ -68,7 +68,7 @@ class RetrievalContexts:
     def retrieve(self, text: str, questions: list[str]) -> list[tuple[list[str], list[int]]]:
         """For each question: the top-k chunk texts (ranked)."""
         from ragpipe import store
-        from ragpipe.retrieve import retrieve
+        from ragpipe.retrieve import retrieve_many
 
         chunks = self.chunks(text)
         table, _ = store.sync_vectors(self.db, self.emb, chunks, self.run_id)
@@ -76,11 +76,8 @@ class RetrievalContexts:
             store.ensure_fts_index(table)
         by_id = {c.chunk_id: c.text for c in chunks}
         vecs = self.emb.encode(questions) if self.mode != "fts" else None
-        out = []
-        for i, q in enumerate(questions):
-            hits = retrieve(table, self.mode, self.k, q, vecs[i] if vecs is not None else None)
-            out.append(([by_id[h.chunk_id] for h in hits if h.chunk_id in by_id], [h.rank for h in hits]))
-        return out
+        ranked = retrieve_many(table, self.mode, self.k, questions, vecs)
+        return [([by_id[h.chunk_id] for h in hits if h.chunk_id in by_id], [h.rank for h in hits]) for hits in ranked]
 
 
 def _fields_json(n: Needle) -> dict[str, Any]:
