@@ -24,6 +24,10 @@ from ragpipe.warehouse import insert_rows, transaction
 
 Log = Callable[[str], None]
 
+GOLDEN_COLUMNS = (
+    "question_id kind question expected_answer trap_value quote source file_anchor_ids embedder_tag last_validated "
+    "line golden_path golden_sha256 run_id"
+).split()
 ANSWER_COLUMNS = "eval_run_id question_id answer error latency_s input_tokens output_tokens support".split()
 VERDICT_COLUMNS = (
     "eval_run_id question_id kind verdict reason anchor_ids anchor_retrieved refused took_trap matched_by unverified "
@@ -59,8 +63,10 @@ def load_golden_stage(
         log(f"corpus drift: {p}")
     with transaction(con):
         con.execute("DELETE FROM golden_tests")
-        con.executemany(
-            "INSERT INTO golden_tests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        insert_rows(
+            con,
+            "golden_tests",
+            GOLDEN_COLUMNS,
             [
                 [
                     t.question_id,
@@ -120,12 +126,15 @@ def stamp_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str,
     stamps = [stamper.stamp(t) for t in golden_tests(con)]
     secs = time.perf_counter() - t0
     with transaction(con):
-        con.executemany(
-            "INSERT INTO stamps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
+        insert_rows(
+            con,
+            "stamps",
+            "chunker_tag question_id anchor status old_ids new_ids doc_id reason run_id".split(),
             [
                 [tag, s.question_id, s.anchor, s.status, list(s.old_ids), list(s.new_ids), s.doc_id, s.reason, run_id]
                 for s in stamps
             ],
+            stamped_at="now()",
         )
     counts: dict[str, int] = {}
     for st in stamps:

@@ -160,7 +160,9 @@ def _row_ids(snap: _Snapshot) -> dict[int, str]:
 def _fts(snap: _Snapshot, query: str, k: int) -> list[Hit]:
     """BM25 on the Lance dataset itself, row ids only: a LanceDB query that reads columns costs ~10x more."""
     try:
-        got = snap.dataset.to_table(full_text_query=query, columns=[], with_row_id=True, limit=k + FTS_TIE_MARGIN)
+        got = snap.dataset.to_table(
+            full_text_query=query, columns=["_score"], with_row_id=True, limit=k + FTS_TIE_MARGIN
+        )
     except ValueError:
         return []  # no full-text index yet (empty table)
     ids = _row_ids(snap)
