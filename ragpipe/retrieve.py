@@ -30,7 +30,9 @@ ANN_REFINE_FACTOR = 5
 # other queries of its batch. QUERY_SLICE queries are scored at a time (a slice x rows float32 matrix).
 FLAT_MARGIN = 1e-3
 QUERY_SLICE = 256
-FTS_TIE_MARGIN = 10  # extra full-text hits fetched, so that equal scores at the k-th place are cut by chunk id
+# Extra full-text hits fetched, so that equal scores at the k-th place are cut by chunk id (a tie wider than the
+# margin is cut where Lance cuts it: the same for a batch and for one query, which run the same search).
+FTS_TIE_MARGIN = 10
 FTS_THREADS = 2  # full-text queries run concurrently
 
 
