@@ -5,8 +5,8 @@
 
 Every abstract becomes one chunk (chunk id = Cranfield doc id) embedded by ragpipe.embed.load_embedder into a LanceDB
 table through ragpipe.store.sync_vectors, with the native BM25 index of ragpipe.store.ensure_fts_index. The 225 queries
-are run through ragpipe.retrieve: vector (vector_search), full-text (fts_search) and hybrid (retrieve(mode="hybrid"):
-reciprocal-rank fusion of both at depth 4k), k results each. nDCG@10, recall@100 and MRR are computed with
+are run through ragpipe.retrieve.retrieve_many (all queries of a mode in one call): vector, full-text and hybrid
+(reciprocal-rank fusion of both at depth 4k), k results each. nDCG@10, recall@100 and MRR are computed with
 ragpipe.metrics AND with trec_eval's C code (pytrec_eval, from pytrec-eval-terrier in the dev extra) on the same
 rankings; both are printed with the largest absolute difference over every per-query value and mean.
 
@@ -92,8 +92,8 @@ def run_retrieval(
     runs: dict[str, dict[str, list[str]]] = {m: {} for m in MODES}
     for mode in MODES:
         t0 = time.perf_counter()
-        for q, v in zip(queries, qvecs):
-            hits = retrieve.retrieve(table, mode, k, q["text"], v)
+        ranked = retrieve.retrieve_many(table, mode, k, [q["text"] for q in queries], qvecs)
+        for q, hits in zip(queries, ranked):
             runs[mode][q["_id"]] = [h.chunk_id for h in hits]
         timings[f"search_{mode}_ms_per_query"] = 1000 * (time.perf_counter() - t0) / len(queries)
     return runs, timings

@@ -29,7 +29,7 @@ from ragpipe import store  # noqa: E402
 from ragpipe.cli import main as ragpipe_main  # noqa: E402
 from ragpipe.embed import load_embedder  # noqa: E402
 from ragpipe.golden import load_golden  # noqa: E402
-from ragpipe.retrieve import retrieve  # noqa: E402
+from ragpipe.retrieve import retrieve_many  # noqa: E402
 from ragpipe.settings import Settings, load_settings  # noqa: E402
 from ragpipe.warehouse import connect  # noqa: E402
 
@@ -67,8 +67,10 @@ def evaluate(s: Settings, depth: int) -> tuple[dict[str, str], dict[str, int | N
     tests = load_golden(s.golden.path).tests
     vectors = emb.encode([t.question for t in tests])
     ranks: dict[str, int | None] = {}
-    for t, v in zip(tests, vectors):
-        ids = [h.chunk_id for h in retrieve(table, s.retriever.mode, depth, t.question, v, s.retriever.nprobes)]
+    questions = [t.question for t in tests]
+    ranked = retrieve_many(table, s.retriever.mode, depth, questions, vectors, s.retriever.nprobes)
+    for t, hits in zip(tests, ranked):
+        ids = [h.chunk_id for h in hits]
         anchors = stamped.get(t.question_id) or t.anchor_ids  # the re-stamped ids the verdict used
         found = [ids.index(a) + 1 for a in anchors if a in ids]
         ranks[t.question_id] = min(found) if found else None

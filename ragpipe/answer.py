@@ -68,8 +68,18 @@ def _stem(word: str) -> str:
     return w if any(ch.isdigit() for ch in w) else w[:5]
 
 
+_HAS_DIGIT = re.compile(r"[0-9]").search  # _words yields ASCII only
+
+
 def _terms(text: str) -> set[str]:
-    return {_stem(w) for w in _words(_canon(text)) if (w not in _STOP and len(w) > 1) or any(ch.isdigit() for ch in w)}
+    """_stem of every word that is not a stop word or a single letter, and of every word with a digit."""
+    out = set()
+    for w in _words(_canon(text)):
+        if _HAS_DIGIT(w):
+            out.add(w.strip(".,"))
+        elif w not in _STOP and len(w) > 1:
+            out.add(w.strip(".,")[:5])
+    return out
 
 
 def _sentences(text: str) -> list[str]:
@@ -77,6 +87,9 @@ def _sentences(text: str) -> list[str]:
     for block in re.split(r"\n\s*\n|\n(?=[-*#|])", text):
         out += [s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9$\"'(])", block) if s.strip()]
     return out
+
+
+_Context = tuple[list[tuple[str, set[str]]], int]  # a context's (statement, its terms) pairs and its word count
 
 
 def _is_statement(sentence: str) -> bool:
@@ -99,11 +112,16 @@ class ExtractiveAnswerer:
         self.refusal = cfg.refusal_phrase
         self.min_support = cfg.min_support
 
-    def answer(self, question: str, contexts: list[str]) -> Answer:
+    def answer(self, question: str, contexts: list[str], seen: dict[str, _Context] | None = None) -> Answer:
+        """`seen` keeps each context's sentences, terms and word count for the next question that retrieves it."""
         t0 = time.perf_counter()
+        seen = {} if seen is None else seen
+        for ctx in contexts:
+            if ctx not in seen:
+                seen[ctx] = ([(s, _terms(s)) for s in _sentences(ctx) if _is_statement(s)], len(_words(ctx)))
         q_terms = _terms(question)
         required = {t for t in q_terms if any(ch.isdigit() for ch in t)}
-        candidates = [(sent, _terms(sent)) for ctx in contexts for sent in _sentences(ctx) if _is_statement(sent)]
+        candidates = [c for ctx in contexts for c in seen[ctx][0]]
         # Words frequent across the retrieved sentences (the company's name) say little; rare ones say much.
         df: dict[str, int] = {}
         for _, terms in candidates:
@@ -120,11 +138,12 @@ class ExtractiveAnswerer:
             if score > best_score:
                 best, best_score = sent, score
         text = best if best and best_score >= self.min_support else self.refusal
-        n_in = len(_words(question)) + sum(len(_words(c)) for c in contexts)
+        n_in = len(_words(question)) + sum(seen[c][1] for c in contexts)
         return Answer(text, time.perf_counter() - t0, n_in, len(_words(text)), support=round(best_score, 4))
 
     def answer_all(self, items: list[tuple[str, list[str]]]) -> list[Answer]:
-        return [self.answer(q, ctx) for q, ctx in items]
+        seen: dict[str, _Context] = {}  # a chunk retrieved for many questions is split into sentences once
+        return [self.answer(q, ctx, seen) for q, ctx in items]
 
 
 def build_prompt(question: str, contexts: list[str], refusal: str) -> list[dict[str, str]]:

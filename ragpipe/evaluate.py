@@ -16,13 +16,23 @@ from ragpipe.embed import Embedder, load_embedder
 from ragpipe.golden import GoldenProblem, GoldenSetError, GoldenTest, check_quotes, load_golden
 from ragpipe.objstore import ObjectStoreError
 from ragpipe.restamp import ChunkSpan, Restamper
-from ragpipe.retrieve import metrics, retrieve
+from ragpipe.retrieve import metrics, retrieve_many
 from ragpipe.settings import Settings
 from ragpipe.verdict import decide
 from ragpipe.vocabulary import VERDICTS
-from ragpipe.warehouse import transaction
+from ragpipe.warehouse import insert_rows, transaction
 
 Log = Callable[[str], None]
+
+GOLDEN_COLUMNS = (
+    "question_id kind question expected_answer trap_value quote source file_anchor_ids embedder_tag last_validated "
+    "line golden_path golden_sha256 run_id"
+).split()
+ANSWER_COLUMNS = "eval_run_id question_id answer error latency_s input_tokens output_tokens support".split()
+VERDICT_COLUMNS = (
+    "eval_run_id question_id kind verdict reason anchor_ids anchor_retrieved refused took_trap matched_by unverified "
+    "test_embedder_tag judge_reply test_sha source_sha anchor_rank"
+).split()
 
 
 def _noop(msg: str) -> None:
@@ -53,8 +63,10 @@ def load_golden_stage(
         log(f"corpus drift: {p}")
     with transaction(con):
         con.execute("DELETE FROM golden_tests")
-        con.executemany(
-            "INSERT INTO golden_tests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        insert_rows(
+            con,
+            "golden_tests",
+            GOLDEN_COLUMNS,
             [
                 [
                     t.question_id,
@@ -114,12 +126,15 @@ def stamp_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str,
     stamps = [stamper.stamp(t) for t in golden_tests(con)]
     secs = time.perf_counter() - t0
     with transaction(con):
-        con.executemany(
-            "INSERT INTO stamps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
+        insert_rows(
+            con,
+            "stamps",
+            "chunker_tag question_id anchor status old_ids new_ids doc_id reason run_id".split(),
             [
                 [tag, s.question_id, s.anchor, s.status, list(s.old_ids), list(s.new_ids), s.doc_id, s.reason, run_id]
                 for s in stamps
             ],
+            stamped_at="now()",
         )
     counts: dict[str, int] = {}
     for st in stamps:
@@ -176,13 +191,10 @@ def retrieve_stage(
         )
     k, mode = settings.retriever.k, settings.retriever.mode
     vector_index = store.ensure_vector_index(table, settings.retriever.ann_min_rows, log=log)
-    vectors = emb.encode([t.question for t in tests]) if mode != "fts" and tests else None
-    results = []
-    for i, t in enumerate(tests):
-        hits = retrieve(
-            table, mode, k, t.question, vectors[i] if vectors is not None else None, settings.retriever.nprobes
-        )
-        results.append((t.question_id, hits))
+    questions = [t.question for t in tests]
+    vectors = emb.encode(questions) if mode != "fts" and tests else None
+    ranked = retrieve_many(table, mode, k, questions, vectors, settings.retriever.nprobes) if tests else []
+    results = [(t.question_id, hits) for t, hits in zip(tests, ranked, strict=True)]
     m = metrics(
         [[h.chunk_id for h in hits] for _, hits in results],
         [set(anchors.get(qid, ((), "", ""))[0]) for qid, _ in results],
@@ -214,8 +226,7 @@ def retrieve_stage(
             ],
         )
         rows = [[run_id, qid, h.rank, h.chunk_id, h.score] for qid, hits in results for h in hits]
-        if rows:
-            con.executemany("INSERT INTO retrievals VALUES (?, ?, ?, ?, ?)", rows)
+        insert_rows(con, "retrievals", ["eval_run_id", "question_id", "rank", "chunk_id", "score"], rows)
     log(f"retrieved top-{k} ({mode}) for {len(tests)} questions: hit@{k}={m['hit_at_k']:.3f} MRR={m['mrr']:.3f}")
     return {"eval_run_id": run_id, "questions": len(tests), "mode": mode, "vector_index": vector_index, **m}
 
@@ -323,8 +334,7 @@ def answer_stage(
             [eval_run_id, q, a.text, a.error, a.latency_s, a.input_tokens, a.output_tokens, a.support]
             for q, a in zip(qids, answers)
         ]
-        if rows:  # DuckDB's executemany refuses an empty list (a golden set with no tests)
-            con.executemany("INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        insert_rows(con, "answers", ANSWER_COLUMNS, rows)
         con.execute(
             "UPDATE eval_runs SET answerer = ?, answerer_label = ?, answered_run_id = ? WHERE eval_run_id = ?",
             [_public_answerer_settings(settings), answerer.label, run_id, eval_run_id],
@@ -417,10 +427,10 @@ def verdict_stage(
     sources = anchor_source_sha(con, chunker_tag, [t for t, _ in verdicts])
     with transaction(con):
         con.execute("DELETE FROM verdicts WHERE eval_run_id = ?", [eval_run_id])
-        con.executemany(
-            "INSERT INTO verdicts (eval_run_id, question_id, kind, verdict, reason, anchor_ids, anchor_retrieved, refused, "
-            "took_trap, matched_by, unverified, test_embedder_tag, judged_at, judge_reply, test_sha, source_sha, anchor_rank) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?, ?, ?, ?)",
+        insert_rows(
+            con,
+            "verdicts",
+            VERDICT_COLUMNS,
             [
                 [
                     eval_run_id,
@@ -442,6 +452,7 @@ def verdict_stage(
                 ]
                 for t, v in verdicts
             ],
+            judged_at="now()",
         )
         con.execute("UPDATE eval_runs SET verdict_run_id = ? WHERE eval_run_id = ?", [run_id, eval_run_id])
     counts = {k: sum(v.verdict == k for _, v in verdicts) for k in VERDICTS}

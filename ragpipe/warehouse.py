@@ -7,7 +7,7 @@ import time
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import duckdb
 
@@ -152,3 +152,24 @@ def drop_block_cache(con: duckdb.DuckDBPyConnection) -> None:
         if _memory_limit(con) != before:  # the caller's own limit; +0.05 so that the shown value does not creep down
             number, unit = re.fullmatch(r"([\d.]+) ?(\w+)", before).groups()  # type: ignore[union-attr]
             con.execute(f"SET memory_limit = '{float(number) + 0.05:.2f} {unit}'")
+
+
+def insert_rows(
+    con: duckdb.DuckDBPyConnection, table: str, columns: list[str], rows: list[list[Any]], **values: str
+) -> None:
+    """Insert many rows in one statement through an Arrow table (executemany runs one statement per row).
+
+    `columns` name the values of each row; `values` adds columns set by an SQL expression (e.g. judged_at="now()").
+    """
+    if not rows:
+        return
+    import pyarrow as pa
+
+    data = pa.table({f"c{i}": pa.array([r[i] for r in rows]) for i in range(len(columns))})
+    names = columns + list(values)
+    exprs = [f"c{i}" for i in range(len(columns))] + list(values.values())
+    con.register("_insert_rows", data)
+    try:
+        con.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(exprs)} FROM _insert_rows")
+    finally:
+        con.unregister("_insert_rows")

@@ -73,15 +73,12 @@ class RetrievalContexts:
 
     def retrieve(self, text: str, questions: list[str]) -> list[tuple[list[str], list[int]]]:
         """For each question: the top-k chunk texts (ranked)."""
-        from ragpipe.retrieve import retrieve
+        from ragpipe.retrieve import retrieve_many
 
         table, by_id = self._prepare(text)
         vecs = self.emb.encode(questions) if self.mode != "fts" else None
-        out = []
-        for i, q in enumerate(questions):
-            hits = retrieve(table, self.mode, self.k, q, vecs[i] if vecs is not None else None)
-            out.append(([by_id[h.chunk_id] for h in hits if h.chunk_id in by_id], [h.rank for h in hits]))
-        return out
+        ranked = retrieve_many(table, self.mode, self.k, questions, vecs)
+        return [([by_id[h.chunk_id] for h in hits if h.chunk_id in by_id], [h.rank for h in hits]) for hits in ranked]
 
     def for_trial(self, t: Trial) -> list[str]:
         return self.retrieve(t.placement.text, [t.question])[0][0]
