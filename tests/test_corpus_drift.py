@@ -47,8 +47,18 @@ def test_a_deleted_trap_document_makes_only_its_tests_not_run(
     for q in hit:
         assert after[q][0] == "did_not_run" and f"missing from corpus: {gone} deleted" in after[q][1], after[q]
         assert q in out
-    # every other test was judged in this run, as before (its anchor and answer did not change)
-    assert {q: v for q, v in after.items() if q not in hit} == {q: v for q, v in before.items() if q not in hit}
+    # every other test was judged in this run as before. The corpus statistics did change (a document fewer for BM25),
+    # so an anchor near the k-th rank may cross it: such a test may move to or from did_not_run, with the retrieval
+    # reason, never with the deleted document's; a test whose anchor was retrieved both times keeps its verdict.
+    others = [q for q in after if q not in hit]
+    for q in others:
+        assert gone not in after[q][1], after[q]
+        if "did_not_run" in (before[q][0], after[q][0]) and before[q] != after[q]:
+            moved = after[q] if after[q][0] == "did_not_run" else before[q]
+            assert "not retrieved in top" in moved[1], (q, before[q], after[q])
+        else:
+            assert after[q] == before[q], (q, before[q], after[q])
+    assert sum(after[q] == before[q] for q in others) >= len(others) - 2
     import dagster as dg
 
     # The project's own instance (its dagster.yaml's relative paths resolve from its root), whatever DAGSTER_HOME
