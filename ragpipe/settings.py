@@ -43,7 +43,7 @@ UNVERSIONED = {"parser": ("workers",)}
 # ragpipe.embed.EMBEDDERS, where any other name is a sentence-transformers model); a test keeps the lists equal.
 PDF_ENGINES = {
     "pdfium": "page text from pdfium, rebuilt into titles, paragraphs and list items (the default; fast)",
-    "unstructured": "unstructured's partition_pdf with [parser].pdf_strategy (pdfminer; ~100x slower)",
+    "unstructured": "unstructured's partition_pdf with [parser].pdf_strategy (pdfminer; ~60x slower, bench/README.md)",
 }
 CHUNKER_STRATEGIES = {
     "by_title": "a chunk never spans a section title and never cuts an element (the default)",
