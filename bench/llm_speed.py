@@ -69,17 +69,22 @@ def transformers_speed(gguf: Path, text: str, lengths: list[int], gen: int, thre
                 res = model(nxt, past_key_values=past, use_cache=True)
                 past, nxt = res.past_key_values, res.logits[:, -1:].argmax(-1)
             decode = time.perf_counter() - g0
-            row = {
-                "prompt_tokens": n,
-                "prefill_s": round(prefill, 2),
-                "prefill_tok_s": round(n / prefill, 1),
-                "gen_tokens": gen,
-                "gen_s": round(decode, 2),
-                "gen_tok_s": round(gen / decode, 1),
-            }
+            row = speed_row(n, prefill, gen, decode)
             out["by_length"].append(row)  # type: ignore[union-attr]
             print(json.dumps(row), flush=True)
     return out
+
+
+def speed_row(n: int, prefill: float, gen: int, decode: float) -> dict[str, float]:
+    """One prompt length's figures, the same for every runtime."""
+    return {
+        "prompt_tokens": n,
+        "prefill_s": round(prefill, 2),
+        "prefill_tok_s": round(n / prefill, 1),
+        "gen_tokens": gen,
+        "gen_s": round(decode, 2),
+        "gen_tok_s": round(gen / decode, 1),
+    }
 
 
 def llama_cpp_speed(gguf: Path, text: str, lengths: list[int], gen: int, threads: int) -> dict[str, object] | None:
@@ -102,16 +107,7 @@ def llama_cpp_speed(gguf: Path, text: str, lengths: list[int], gen: int, threads
         for _ in range(gen):
             llm.eval([llm.sample(temp=0.0)])
         decode = time.perf_counter() - g0
-        rows.append(
-            {
-                "prompt_tokens": n,
-                "prefill_s": round(prefill, 2),
-                "prefill_tok_s": round(n / prefill, 1),
-                "gen_tokens": gen,
-                "gen_s": round(decode, 2),
-                "gen_tok_s": round(gen / decode, 1),
-            }
-        )
+        rows.append(speed_row(n, prefill, gen, decode))
         print(json.dumps(rows[-1]), flush=True)
     out["by_length"] = rows
     return out

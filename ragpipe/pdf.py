@@ -153,12 +153,13 @@ def _full_lengths(lines: list[Line]) -> dict[int, float]:
     return {page: float(sorted(n)[int(0.9 * (len(n) - 1))]) for page, n in by_page.items()}
 
 
-def _large(ln: Line, body: float) -> bool:
-    return body > 0 and ln.size >= body * TITLE_SIZE_RATIO
-
-
 def _is_title(ln: Line, body: float) -> bool:
-    return _large(ln, body) and len(ln.text) <= TITLE_MAX_CHARS and any(c.isalpha() for c in ln.text)
+    return (
+        body > 0
+        and ln.size >= body * TITLE_SIZE_RATIO
+        and len(ln.text) <= TITLE_MAX_CHARS
+        and any(c.isalpha() for c in ln.text)
+    )
 
 
 def _breaks(prev: Line, ln: Line, spacing: dict[float, float], full: dict[int, float]) -> bool:
