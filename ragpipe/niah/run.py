@@ -30,7 +30,7 @@ from ragpipe.niah.subjects import (
     evaluate_trials,
     window_counter,
 )
-from ragpipe.niah.trials import Log, Progress, Trial, build_trials, load_haystacks, noop
+from ragpipe.niah.trials import Log, Progress, Trial, build_trials, load_haystacks, noop, prefix_sharing_order
 from ragpipe.settings import Settings
 from ragpipe.warehouse import transaction
 
@@ -211,6 +211,7 @@ def run_trials(
     trials = build_trials(ns, haystacks, tok, progress)
     if trial_filter is not None:
         trials = [x for x in (trial_filter(t) for t in trials) if x is not None]
+    trials = prefix_sharing_order(trials, haystacks)
     answerer = answerer or load_answerer(settings.answerer)
     rkey = run_key(settings, ns, key)
     run_id, done = _start_or_resume(con, settings, ns, run_id, key, rkey, trigger, tok, answerer.label, resume)
@@ -224,7 +225,8 @@ def run_trials(
 
     def weight(t: Trial, subject: str) -> float:
         """ETA weight: the haystack's tokens (a prompt beyond the window costs next to nothing: it is not sent)."""
-        beyond = subject == "full_context" and window and t.placement.n_tokens > window
+        budget = window - settings.answerer.openai.max_tokens - PROMPT_OVERHEAD
+        beyond = subject == "full_context" and window and t.placement.n_tokens > budget
         return 1.0 if beyond else float(t.placement.n_tokens)
 
     base_s = con.execute("SELECT coalesce(seconds, 0) FROM niah_runs WHERE run_id = ?", [run_id]).fetchone()[0]
