@@ -31,7 +31,7 @@ def _version(settings: Settings, *sections: str) -> str:
 
     payload = {"niah": dataclasses.asdict(niah_settings(settings))}
     for s in sections:
-        payload[s] = dataclasses.asdict(getattr(settings, s))
+        payload[s] = settings.versioned(s)
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:10]
     return f"v{IMPL_VERSION}-{digest}"
 

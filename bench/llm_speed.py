@@ -5,7 +5,8 @@
 
 Prefill: one forward pass over a prompt of N tokens (Paul Graham essay text), timed. Generation: greedy decoding of
 --gen tokens one at a time from that prompt's KV cache (what `generate` does), tokens/s over the decode steps only.
-llama-cpp-python is measured too when it is importable (it is not a dependency; see bench/README.md).
+llama-cpp-python is measured too when it is importable (it is not a dependency; see bench/README.md). Last, ragpipe's
+own smollm2 answerer answers a second question on the same context without and with its prefix cache.
 """
 
 from __future__ import annotations
@@ -113,6 +114,39 @@ def llama_cpp_speed(gguf: Path, text: str, lengths: list[int], gen: int, threads
     return out
 
 
+def prefix_cache_speed(text: str, lengths: list[int], gen: int, threads: int) -> dict[str, object]:
+    """ragpipe's smollm2 answerer, a second question on the same context: answered from scratch vs with the first
+    question's KV cache reused (what the methods of one NIAH needle do). Whole answer() latency, generation included."""
+    import torch
+
+    from ragpipe.answer import SmolLM2Answerer
+    from ragpipe.settings import AnswererSettings, OpenAISettings
+
+    torch.set_num_threads(threads)
+    a = SmolLM2Answerer(AnswererSettings(kind="smollm2", openai=OpenAISettings(max_tokens=gen)))
+    ids = a.tokenizer(text)["input_ids"]
+    rows = []
+    for n in lengths:
+        context = [a.tokenizer.decode(ids[:n])]
+        first, second = "What is the main argument of this text?", "Which people does this text name?"
+        out: dict[str, object] = {"context_tokens": n}
+        for cached in (False, True):
+            a.prefix_cache, a.reused_tokens, a._caches = cached, 0, []
+            a.answer(first, context)
+            ans = a.answer(second, context)
+            key = "cached" if cached else "uncached"
+            out[f"{key}_s"] = round(ans.latency_s, 2)
+            out[f"{key}_answer"] = ans.text
+            out["prompt_tokens"], out["output_tokens"] = ans.input_tokens, ans.output_tokens
+            if cached:
+                out["reused_tokens"] = a.reused_tokens
+        out["speedup"] = round(float(out["uncached_s"]) / float(out["cached_s"]), 2)  # type: ignore[arg-type]
+        out["same_answer"] = out["cached_answer"] == out["uncached_answer"]
+        rows.append(out)
+        print(json.dumps(out), flush=True)
+    return {"runtime": "ragpipe smollm2 answerer (transformers), second question on one context", "by_length": rows}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -129,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     other = llama_cpp_speed(gguf, text, lengths, args.gen, args.threads)
     results["runtimes"].append(other or {"runtime": "llama-cpp-python", "skipped": "not installed"})
+    results["prefix_cache"] = prefix_cache_speed(text, lengths, args.gen, args.threads)
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"llm-speed-{time.strftime('%Y%m%d-%H%M%S')}.json"

@@ -40,6 +40,7 @@ mode = "{mode}"
 k = {k}
 [answerer]
 kind = "{answerer}"
+threads = {threads}
 [answerer.openai]
 base_url = {base_url}
 model = {model}
@@ -77,7 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=128, help="answer tokens (also kept free in the window)")
     ap.add_argument("--window", type=int, default=0, help="full-context window; 0 = the answerer's own")
     ap.add_argument("--skip-128k", action="store_true", help="skip the 128K haystack build timing")
-    ap.add_argument("--threads", type=int, default=0, help="torch threads for a local model (0 = torch's default)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="[answerer].threads: torch threads for the smollm2 answerer (0 = torch's default)",
+    )
     ap.add_argument("--figures", type=Path, default=ROOT / "docs")
     ap.add_argument("--tag", default="", help="figure names: docs/niah[_TAG]_<subject>.png")
     ap.add_argument("--keep", type=Path, help="keep the warehouse here instead of a temporary directory")
@@ -110,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             model=q(args.model),
             max_tokens=args.max_tokens,
             window=args.window,
+            threads=args.threads,
         ),
         encoding="utf-8",
     )
@@ -125,10 +132,6 @@ def main(argv: list[str] | None = None) -> int:
         "max_tokens": args.max_tokens,
     }
 
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)  # on a shared, loaded machine 1 thread decodes ~10x faster than 2
     results["threads"] = args.threads or None
     t0 = time.perf_counter()
     tok = load_tokenizer("minilm")

@@ -236,8 +236,11 @@ class SmolLM2Answerer:
     MIN_SHARED = 32  # tokens: a shorter shared prefix is not worth a cache lookup
 
     def __init__(self, cfg: AnswererSettings, prefix_cache: bool = True):
+        import torch
         from transformers import AutoModelForCausalLM
 
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
         gguf = smollm2_gguf()
         self.tokenizer = smollm2_tokenizer()
         self.tokenizer_name = f"{gguf.stem} tokenizer"

@@ -36,7 +36,7 @@ STAGE_SECTIONS = {
 }
 
 # Settings that change how fast a stage runs, never what it produces: left out of its code version.
-UNVERSIONED = {"parser": ("workers",)}
+UNVERSIONED = {"parser": ("workers",), "answerer": ("threads",)}
 
 # The names settings may use, each with what it is (for --help and error messages). The code behind each name is
 # registered under the same name in its stage module (ragpipe.chunk.CHUNKERS, ragpipe.answer.ANSWERERS; embedders:
@@ -138,6 +138,7 @@ class AnswererSettings:
     min_support: float = 0.5
     # Phrases that count as a refusal besides the grammar of ragpipe.refusal (a house style: "N/A - see ticket").
     refusal_phrases: tuple[str, ...] = ()
+    threads: int = 0  # CPU threads of a local model (smollm2); 0: torch's default (one per core)
     openai: OpenAISettings = field(default_factory=OpenAISettings)
 
 
@@ -225,14 +226,16 @@ class Settings:
         """Locally built models (the static and ONNX embedders); [warehouse].models_dir shares them across projects."""
         return self.model_cache or self.warehouse_dir / "models"
 
+    def versioned(self, name: str) -> dict[str, Any]:
+        """A section's settings as a dict, less the keys that change how fast, never what (UNVERSIONED)."""
+        section = dataclasses.asdict(getattr(self, name))
+        for key in UNVERSIONED.get(name, ()):
+            section.pop(key, None)
+        return section
+
     def stage_hash(self, stage: str) -> str:
         """A short hash of one stage's settings (paths made relative so the hash is machine-independent)."""
-        payload = {}
-        for name in STAGE_SECTIONS[stage]:
-            section = dataclasses.asdict(getattr(self, name))
-            for key in UNVERSIONED.get(name, ()):
-                section.pop(key, None)
-            payload[name] = _jsonable(section, self.root)
+        payload = {name: _jsonable(self.versioned(name), self.root) for name in STAGE_SECTIONS[stage]}
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
         return digest[:10]
 
@@ -453,6 +456,8 @@ def _validate(s: Settings) -> None:
         raise SettingsError(f"{src}: [scale].embed_shards must be between 1 and 64, got {s.scale.embed_shards}")
     if not 1 <= s.scale.parse_shards <= 64:
         raise SettingsError(f"{src}: [scale].parse_shards must be between 1 and 64, got {s.scale.parse_shards}")
+    if s.answerer.threads < 0:
+        raise SettingsError(f"{src}: [answerer].threads must be 0 (torch's default) or a number of threads")
     if s.parser.workers < 0:
         raise SettingsError(f"{src}: [parser].workers must be 0 (from the cores and memory) or a number of processes")
     if s.retriever.k < 1:

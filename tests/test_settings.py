@@ -74,3 +74,25 @@ def test_parse_workers_and_shards_version_nothing(tmp_path: Path) -> None:
     p.settings_file.write_text(text.replace("[chunker]", "[parser]\nworkers = -1\n\n[chunker]", 1))
     with pytest.raises(SettingsError, match=r"\[parser\].workers must be 0"):
         load_settings(p.settings_file)
+
+
+def test_answerer_threads_versions_nothing(tmp_path: Path) -> None:
+    """[answerer].threads sets how fast a local model runs, not what it answers: no stage and no NIAH run key moves
+    (a run stopped under one thread count resumes under another)."""
+    from ragpipe.niah import niah_settings
+    from ragpipe.niah.run import run_key
+
+    p = make_project(tmp_path / "p")
+    before, s0 = _code_versions(p), p.settings()
+    text = p.settings_file.read_text()
+    with p.settings_file.open("a") as fh:
+        fh.write("\n[answerer]\nthreads = 1\n" if "[answerer]" not in text else "")
+    if "[answerer]" in text:
+        p.settings_file.write_text(text.replace("[answerer]", "[answerer]\nthreads = 1", 1))
+    s1 = p.settings()
+    assert s1.answerer.threads == 1 and s0.answerer.threads == 0
+    assert _code_versions(p) == before
+    assert run_key(s1, niah_settings(s1), "h") == run_key(s0, niah_settings(s0), "h")
+    p.settings_file.write_text(p.settings_file.read_text().replace("threads = 1", "threads = -2"))
+    with pytest.raises(SettingsError, match=r"\[answerer\].threads must be 0"):
+        load_settings(p.settings_file)

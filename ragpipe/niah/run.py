@@ -94,13 +94,13 @@ def new_run_id() -> str:
 
 def run_key(settings: Settings, ns: NiahSettings, haystack_key: str) -> str:
     """What a run's rows depend on; a stopped run with the same key is continued, not redone."""
-    answerer = dataclasses.asdict(settings.answerer)
+    answerer = settings.versioned("answerer")  # less threads: a run stopped under one count resumes under another
     answerer.get("openai", {}).pop("api_key_env", None)
     payload: dict[str, Any] = {"impl": IMPL_VERSION, "niah": dataclasses.asdict(ns), "answerer": answerer}
     payload["haystacks"] = haystack_key
     if "retrieval" in ns.subjects:
         for section in ("chunker", "embedder", "retriever"):
-            payload[section] = dataclasses.asdict(getattr(settings, section))
+            payload[section] = settings.versioned(section)
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
