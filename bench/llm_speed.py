@@ -153,17 +153,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lengths", default="1000,2000,4000")
     ap.add_argument("--gen", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2, help="torch / llama.cpp threads")
+    ap.add_argument(
+        "--measure",
+        default="transformers,llama_cpp,prefix_cache",
+        help="what to measure, comma-separated: transformers, llama_cpp, prefix_cache",
+    )
     args = ap.parse_args(argv)
     lengths = [int(x) for x in args.lengths.split(",")]
+    measure = set(args.measure.split(","))
     gguf, text = _gguf(), _text(args.data)
-    results = {
-        "gguf": gguf.name,
-        "lengths": lengths,
-        "runtimes": [transformers_speed(gguf, text, lengths, args.gen, args.threads)],
-    }
-    other = llama_cpp_speed(gguf, text, lengths, args.gen, args.threads)
-    results["runtimes"].append(other or {"runtime": "llama-cpp-python", "skipped": "not installed"})
-    results["prefix_cache"] = prefix_cache_speed(text, lengths, args.gen, args.threads)
+    results: dict[str, object] = {"gguf": gguf.name, "lengths": lengths, "threads": args.threads, "runtimes": []}
+    runtimes: list[dict[str, object]] = results["runtimes"]  # type: ignore[assignment]
+    if "transformers" in measure:
+        runtimes.append(transformers_speed(gguf, text, lengths, args.gen, args.threads))
+    if "llama_cpp" in measure:
+        other = llama_cpp_speed(gguf, text, lengths, args.gen, args.threads)
+        runtimes.append(other or {"runtime": "llama-cpp-python", "skipped": "not installed"})
+    if "prefix_cache" in measure:
+        results["prefix_cache"] = prefix_cache_speed(text, lengths, args.gen, args.threads)
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"llm-speed-{time.strftime('%Y%m%d-%H%M%S')}.json"

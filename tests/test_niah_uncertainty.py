@@ -98,6 +98,12 @@ def test_decline_with_length_needs_separate_intervals() -> None:
     assert not flags["length_decline"]["supported"] and flags["length_decline"]["reason"] == NOT_ENOUGH
     strong = {(n, d): _e(p, 40) for n, p in ((1000, 1.0), (8000, 0.5)) for d in depths}
     assert bias_flags(strong, 0.15)["length_decline"]["supported"]
+    # A length where most trials overflowed keeps only the few short prompts that fitted: it is left out, and the
+    # decline is read at the longest length within the window (the shape of the SmolLM2 run at 8K).
+    edge = {**strong, **{(12000, d): _e(1.0, 2) for d in depths}}  # the 6 that fitted all right
+    flags = bias_flags(edge, 0.15, overflow_lengths=[12000])
+    assert flags["length_decline"]["supported"] and flags["length_decline"]["to"] == 8000
+    assert not bias_flags(edge, 0.15)["length_decline"]["supported"]  # counted, they would hide the decline
 
 
 # ------------------------------------------------------------------------------------------------- fixtures

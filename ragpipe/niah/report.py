@@ -120,7 +120,9 @@ def report(
             info["by_length"][metric] = {str(n): e.as_dict() for n, e in by_len.items()}
             if metric in EFFECTIVE_METRICS:
                 info["effective_length"][metric] = effective_length(by_len, over_len, ns.effective_threshold)
-                info["bias"][metric] = bias_flags({k: c["metrics"][metric] for k, c in grid.items()}, ns.bias_threshold)
+                info["bias"][metric] = bias_flags(
+                    {k: c["metrics"][metric] for k, c in grid.items()}, ns.bias_threshold, info["overflow_lengths"]
+                )
         png = subject_figure(
             subject,
             info["cells"],
@@ -197,7 +199,7 @@ def render_text(result: dict[str, Any], con: duckdb.DuckDBPyConnection, threshol
         ):
             per = info["by_length"].get(metric)
             if per:
-                lines.append(f"  {metric:<19} " + "  ".join(f"{n}: {_ci(e)}" for n, e in per.items()))
+                lines.append(f"  {metric:<19} " + "  ".join(f"{n}: {_ci(per[n])}" for n in sorted(per, key=int)))
         for metric, eff in info["effective_length"].items():
             lines.append(_effective_line(metric, eff, threshold))
             lines.append(_bias_line(metric, info["bias"][metric]))

@@ -13,14 +13,15 @@ Definitions (docs/niah.md, "Uncertainty"):
 - positional bias at a length: a depth whose interval lies wholly below the interval of the other depths pooled
   (one depth below the rest), or the middle depths pooled wholly below the two edges pooled (lost in the middle).
   A gap between point estimates above `bias_threshold` whose intervals overlap is reported as "not enough trials".
-- decline with length: the longest scored length's interval wholly below the shortest's.
+- decline with length: the interval of the longest length within the window wholly below the shortest's. A length
+  where most trials overflowed is left out: the few that fitted had the shortest prompts, not a sample of it.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Collection, Iterable
 
 Z95 = 1.959963984540054
 NOT_ENOUGH = "not enough trials"
@@ -110,8 +111,11 @@ def _below(a: Estimate, b: Estimate) -> bool:
     return bool(a.n and b.n and a.ci[1] < b.ci[0])
 
 
-def bias_flags(grid: dict[tuple[int, float], Estimate], threshold: float) -> dict[str, Any]:
-    """Positional bias per length, and a decline with length, each raised only when the intervals support it."""
+def bias_flags(
+    grid: dict[tuple[int, float], Estimate], threshold: float, overflow_lengths: Collection[int] = ()
+) -> dict[str, Any]:
+    """Positional bias per length, and a decline with length, each raised only when the intervals support it.
+    `overflow_lengths` (most trials beyond the window) take no part in the decline."""
     lengths = sorted({n for n, _ in grid})
     depths = sorted({d for _, d in grid})
     biased: list[dict[str, Any]] = []
@@ -140,7 +144,7 @@ def bias_flags(grid: dict[tuple[int, float], Estimate], threshold: float) -> dic
                     biased.append({**item, "gap": round(gap, 3)})
                 elif gap > threshold:
                     undecided.append({**item, "gap": round(gap, 3), "reason": NOT_ENOUGH})
-    scored = [n for n in lengths if per_length[n].n]
+    scored = [n for n in lengths if per_length[n].n and n not in overflow_lengths]
     decline: dict[str, Any] = {"supported": False, "drop": 0.0}
     if len(scored) >= 2:
         first, last = per_length[scored[0]], per_length[scored[-1]]
