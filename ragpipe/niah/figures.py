@@ -21,6 +21,11 @@ def _length_label(n: int) -> str:
     return f"{n / 1000:g}K" if n >= 1000 else str(n)
 
 
+def _overflowed(cell: dict[str, Any]) -> bool:
+    """At least half the cell's trials beyond the window (the report's overflow lengths use the same rule)."""
+    return bool(cell["n_overflow"]) and cell["n_overflow"] * 2 >= cell["n"]
+
+
 def subject_figure(subject: str, cells: list[dict[str, Any]], title: str, path: Path) -> Path | None:
     """`cells`: the report's cells of one subject ({length, depth, n, n_overflow, metrics: {m: {n, mean, lo, hi}}})."""
     import matplotlib
@@ -47,7 +52,7 @@ def subject_figure(subject: str, cells: list[dict[str, Any]], title: str, path: 
         data = np.full((len(depths), len(lengths)), np.nan)
         for (n, d), c in by.items():
             e = c["metrics"].get(m) or {}
-            if e.get("n"):
+            if e.get("n") and not _overflowed(c):  # a mostly-overflowed cell is grey: its few trials are no sample
                 data[depths.index(d), lengths.index(n)] = e["mean"]
         cmap = matplotlib.colormaps["RdYlGn" if higher else "RdYlGn_r"].with_extremes(bad="#c8c8c8")
         ax.imshow(np.ma.masked_invalid(data), cmap=cmap, vmin=0, vmax=1, aspect="auto")
@@ -57,7 +62,7 @@ def subject_figure(subject: str, cells: list[dict[str, Any]], title: str, path: 
                 if c is None:
                     continue
                 e = c["metrics"].get(m) or {}
-                if c["n_overflow"] and c["n_overflow"] * 2 >= c["n"]:
+                if _overflowed(c):
                     text = f"overflow\n{c['n_overflow']}/{c['n']}"
                 elif e.get("n"):
                     text = f"{e['mean']:.2f}\n[{e['lo']:.2f}, {e['hi']:.2f}]\nn={e['n']}"
