@@ -18,6 +18,7 @@ from typing import Any, Callable, Protocol
 
 from ragpipe.openai_client import ChatError, chat
 from ragpipe.settings import AnswererSettings, OpenAISettings
+from ragpipe.text import common_prefix
 
 IMPL_VERSION = "1"  # bump when the answerers answer differently (part of `answers`' code version)
 
@@ -265,11 +266,7 @@ class SmolLM2Answerer:
 
         best, shared = -1, 0
         for i, (old, _) in enumerate(self._caches):
-            n = 0
-            for a, b in zip(old, ids):
-                if a != b:
-                    break
-                n += 1
+            n = common_prefix(old, ids)
             if n > shared:
                 best, shared = i, n
         shared = min(shared, len(ids) - 1)  # at least one token is computed, to get the next token's logits

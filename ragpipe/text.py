@@ -3,6 +3,7 @@ normalized form answers and expected values are compared in. Refusal detection i
 
 import re
 import unicodedata
+from typing import Sequence
 
 # One character for another: offsets in the document stay the same.
 FOLD = str.maketrans(
@@ -55,3 +56,16 @@ def normalize_text(text: str) -> str:
     t = re.sub(r"[\"'`*_()\[\]{}]", " ", t)
     t = re.sub(r"(?<!\d)[.,;:!?](?!\d)", " ", t)
     return " ".join(t.split())
+
+
+def common_prefix(a: Sequence[object], b: Sequence[object]) -> int:
+    """Length of the longest common prefix of two strings or lists (binary search over slice comparisons, which run
+    in C)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

@@ -222,10 +222,10 @@ def run_trials(
     counter = counter or window_counter(answerer, tok)
     finished, new_rows, started = len(done), 0, time.perf_counter()
     window = ns.window or DEFAULT_WINDOWS.get(settings.answerer.kind, 0)
+    budget = window - settings.answerer.openai.max_tokens - PROMPT_OVERHEAD
 
     def weight(t: Trial, subject: str) -> float:
         """ETA weight: the haystack's tokens (a prompt beyond the window costs next to nothing: it is not sent)."""
-        budget = window - settings.answerer.openai.max_tokens - PROMPT_OVERHEAD
         beyond = subject == "full_context" and window and t.placement.n_tokens > budget
         return 1.0 if beyond else float(t.placement.n_tokens)
 

@@ -20,6 +20,7 @@ from ragpipe.niah.needles import (
 )
 from ragpipe.niah.settings import IMPL_VERSION, NiahSettings, haystack_dir, niah_settings, off_theme_dir, sub_seed
 from ragpipe.settings import Settings
+from ragpipe.text import common_prefix
 from ragpipe.warehouse import transaction
 
 Log = Callable[[str], None]
@@ -181,18 +182,6 @@ def build_trials(
     return out
 
 
-def _common_prefix(a: str, b: str) -> int:
-    """Length of the longest common prefix (binary search over slice comparisons, which run in C)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 def prefix_sharing_order(trials: list[Trial], haystacks: dict[tuple[int, int], Haystack]) -> list[Trial]:
     """The trials in the order that lets a prefix-caching model reuse the most: grouped by haystack, the trial whose
     first insertion lies deepest first (each next trial then shares the filler up to its own first insertion with
@@ -202,7 +191,7 @@ def prefix_sharing_order(trials: list[Trial], haystacks: dict[tuple[int, int], H
     def key(it: tuple[int, Trial]) -> tuple[int, int, int, int]:
         i, t = it
         base = haystacks.get((t.length_target, t.rep))
-        first = _common_prefix(base.text, t.placement.text) if base is not None else 0
+        first = common_prefix(base.text, t.placement.text) if base is not None else 0
         return (t.length_target, t.rep, -first, i)
 
     return [t for _, t in sorted(enumerate(trials), key=key)]
