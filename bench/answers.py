@@ -60,11 +60,13 @@ def main() -> None:
                 continue
             test = (squad if name.startswith("squad") else tests)[row["question_id"]]
             v = decide(test, ("anchor",), "unchanged", ["anchor"], Answer(row["answer"], 0, 0, 0), phrases, "tag")
-            got = "pass" if v.verdict == "pass" else "fail"
-            outcome = "ok" if got == row["label"] else ("false_pass" if got == "pass" else "false_fail")
+            got = v.verdict if v.verdict in ("pass", "needs_review") else "fail"
+            if got == "needs_review":
+                outcome = "needs_review"
+            else:
+                outcome = "ok" if got == row["label"] else ("false_pass" if got == "pass" else "false_fail")
             c["n"] += 1
             c[outcome] += 1
-            c["to_judge"] += bool(getattr(v, "needs_judge", False))
             styles.setdefault(row["style"], Counter())[outcome] += 1
             styles[row["style"]]["n"] += 1
             if args.show and outcome != "ok":
@@ -74,15 +76,16 @@ def main() -> None:
         total.update(c)
         print(
             f"{name:<28} n={c['n']:<4} false pass={c['false_pass']:<3} false fail={c['false_fail']:<3}"
-            f" ({100 * c['false_fail'] / max(1, c['n']):.1f} %)  sent to a judge if one is set: {c['to_judge']}"
+            f" ({100 * c['false_fail'] / max(1, c['n']):.1f} %)  needs_review={c['needs_review']}"
         )
     print(
         f"{'all':<28} n={total['n']:<4} false pass={total['false_pass']:<3} false fail={total['false_fail']:<3}"
-        f" ({100 * total['false_fail'] / max(1, total['n']):.1f} %)"
+        f" ({100 * total['false_fail'] / max(1, total['n']):.1f} %)  needs_review={total['needs_review']}"
+        f" ({100 * total['needs_review'] / max(1, total['n']):.1f} %)"
     )
-    print("\nper style: n / false pass / false fail")
+    print("\nper style: n / false pass / false fail / needs_review")
     for style, c in sorted(styles.items(), key=lambda kv: -kv[1]["n"]):
-        print(f"  {style:<20} {c['n']:>4} {c['false_pass']:>4} {c['false_fail']:>4}")
+        print(f"  {style:<20} {c['n']:>4} {c['false_pass']:>4} {c['false_fail']:>4} {c['needs_review']:>4}")
 
 
 if __name__ == "__main__":

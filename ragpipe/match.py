@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from ragpipe.text import normalize_text
@@ -55,6 +56,8 @@ _UNITS = {
     "months": ("month", 1.0),
     "year": ("year", 1.0),
     "years": ("year", 1.0),
+    "bit": ("byte", 0.125),
+    "bits": ("byte", 0.125),
     "b": ("byte", 1.0),
     "byte": ("byte", 1.0),
     "bytes": ("byte", 1.0),
@@ -93,7 +96,7 @@ _UNITS = {
 }
 _QTY = re.compile(
     r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?(ms|msecs?|milliseconds?|secs?|seconds?|mins?|minutes?|hrs?|hours?|"
-    r"days?|weeks?|months?|years?|bytes?|kib|kb|mib|mb|gib|gb|%|per\s?cent|millimet(?:er|re)s?|centimet(?:er|re)s?|kilomet(?:er|re)s?|kilograms?|grams|mm|cm|km|kg|meters?|metres?|[kmg]?hz|[sh])?(?![\w])",
+    r"days?|weeks?|months?|years?|bits?|bytes?|kib|kb|mib|mb|gib|gb|%|per\s?cent|millimet(?:er|re)s?|centimet(?:er|re)s?|kilomet(?:er|re)s?|kilograms?|grams|mm|cm|km|kg|meters?|metres?|[kmg]?hz|[sh])?(?![\w])",
     re.IGNORECASE,
 )
 _VERSION = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+){2,})(?![\w.]*\d)", re.IGNORECASE)
@@ -202,10 +205,41 @@ def _same(x: float, y: float) -> bool:
     return abs(x - y) <= 1e-9 * max(1.0, abs(x))
 
 
+_GREEK = dict(
+    zip(
+        "\u03b1\u03b2\u03b3\u03b4\u03b5\u03b6\u03b7\u03b8\u03b9\u03ba\u03bb\u03bc\u03bd\u03be\u03c0\u03c1\u03c3\u03c4\u03c5\u03c6\u03c7\u03c8\u03c9",
+        "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi pi rho sigma tau upsilon phi chi psi "
+        "omega".split(),
+    )
+)
+
+
 def _canonical(text: str) -> str:
-    """Digits for number words, "v1.6" as "1.6", "0..100" as "0 to 100": the form every comparison below reads."""
+    """Digits for number words, "v1.6" as "1.6", "0..100" as "0 to 100", Greek letters spelled out ("TGF-\u03b2" =
+    "TGF-beta"), centuries in one form ("19th century" = "the 1800s"): the form every comparison below reads."""
+    text = "".join(_GREEK.get(ch, ch) for ch in unicodedata.normalize("NFKC", text).lower())
     out = re.sub(r"(?<![\w.])v(?=\d)", "", digits(text), flags=re.IGNORECASE)
+    out = re.sub(r"\b(\d{1,2})(?:st|nd|rd|th)\s+century\b", r"century\1", out)
+    out = re.sub(r"\b(\d{1,2})00s\b", lambda m: f"century{int(m.group(1)) + 1}", out)
     return re.sub(r"(?<=\d)\s*\.\.\.?\s*(?=\d)", " to ", out)
+
+
+def _years_for(answer: str, expected: str) -> str:
+    """An abbreviated year ("April of '91") read as the expected answer's year it abbreviates (1991)."""
+    for year in set(re.findall(r"\b(1\d{3}|20\d{2})\b", expected)):
+        answer = re.sub(rf"(?<!\w)['\u2019]{year[2:]}\b", year, answer)
+    return answer
+
+
+def _abbreviated(answer: str, expected: str) -> bool:
+    """Names with leading words shortened to initials: "E. coli" for "Escherichia coli", "J. Smith" for "John
+    Smith". The last word is always written out."""
+    words = expected.split()
+    if len(words) < 2 or not all(w.isalpha() for w in words):
+        return False
+    parts = [rf"(?:{re.escape(w)}|{re.escape(w[0])}\.?)" if len(w) > 2 else re.escape(w) for w in words[:-1]]
+    pattern = r"(?<!\w)" + r"\s*".join(parts) + r"\s*" + re.escape(words[-1]) + r"(?!\w)"
+    return re.search(pattern, answer.lower()) is not None
 
 
 def _compact(text: str) -> str:
@@ -262,9 +296,12 @@ def answer_matches(answer: str, expected: str, question: str = "", share: float 
 def _structured_match(answer: str, expected: str) -> Match:
     """Exact, contains, dates, versions, numbers, lists; how="no" when the expected value's structure (a date, a
     version) rules the answer out, so that words alone cannot match it."""
+    answer = _years_for(answer, expected)
     a, e = normalize_text(answer), normalize_text(expected)
     if not e:
         return Match(False, "")
+    if _abbreviated(answer, e):
+        return Match(True, "contains")
     if a == e:
         return Match(True, "exact")
     if _contains(a, e):

@@ -130,6 +130,15 @@ _INFERS = re.compile(
     r"too|also|like\s+(?:for|the|in))\b"
 )
 _BASED_ON = re.compile(r"\b(?:based\s+on|going\s+by|from\s+what)\b")
+# Attribution to something other than the retrieved text: the answerer's memory or general knowledge. Beside a
+# refusal it introduces an answer from outside the context, whatever follows.
+_OWN_KNOWLEDGE = re.compile(
+    r"\b(?:(?:general|common|background|prior|outside|world|my\s+own|my|own)\s+knowledge|from\s+(?:what\s+)?(?:i|we)\s+"
+    r"(?:remember|recall|know)|(?:i|we)\s+(?:remember|recall)|as\s+far\s+as\s+(?:i|we)\s+know|from\s+memory|"
+    r"(?:outside|beyond)\s+(?:of\s+)?(?:the|these|this)\s+(?:documents?|context|passages?|sources?|text)|"
+    r"historically|in\s+general|generally\s+speaking|it\s+is\s+(?:well|widely|commonly)\s+known|"
+    r"(?:is|are)\s+(?:well|widely|commonly)\s+known|elsewhere)\b"
+)
 # Citations. Strong: the clause attributes what follows to the source. Weak: it contrasts it with what was asked
 # ("only", "the closest", "another quarter"); a hedge in the same clause outweighs a weak citation.
 _SOURCE_NOUN = (
@@ -238,6 +247,7 @@ class Reading:
     infers: bool = False  # reasons its way to a value ("since", "typically", "as well")
     based_on: bool = False  # "based on the context, ...": an inference, or a report about something else
     approx: bool = False  # "roughly", "approximately": a hedge for a negative
+    own_knowledge: bool = False  # "from general knowledge", "historically": attributed to the answerer, not the source
 
 
 _ANAPHOR = re.compile(r"^(?:and\s+)?(?:it|they|this|that|which|whose|its|their|these|those|he|she|both|each)\b")
@@ -265,6 +275,7 @@ def read_answer(answer: str, phrases: tuple[str, ...] = ()) -> list[Reading]:
                 infers=_INFERS.search(c) is not None,
                 based_on=_BASED_ON.search(c) is not None,
                 approx=_APPROX.search(c) is not None,
+                own_knowledge=_OWN_KNOWLEDGE.search(c) is not None and not refusal,
             )
         )
     return out

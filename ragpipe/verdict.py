@@ -17,10 +17,13 @@ configured, goes to the judge (`needs_judge`).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ragpipe.answer import Answer
 from ragpipe.golden import GoldenTest
+from ragpipe.grounding import Grounds, grounds, names_in, outside, standing, unsupported
 from ragpipe.match import answer_matches, content_words, digits, numbers
 from ragpipe.refusal import Reading, read_answer
 from ragpipe.vocabulary import VERDICTS  # noqa: F401  (re-exported)
@@ -79,25 +82,59 @@ def _qualified(clause: str, question: str, value: str | None) -> bool:
     return any(any(ch.isdigit() for ch in w) for w in new) or len(new) >= 2
 
 
-def _read_negative(readings: list[Reading], question: str, trap_value: str | None) -> tuple[str, str, bool]:
+def _rejected(answer: str, value: str | None, question: str) -> bool:
+    """Is the value, wherever the answer writes it, negated or said of something else ("Not 2019: that is the year
+    of the audit", "Jane Roe chaired the audit committee, not the board")? Then it is cited, not taken."""
+    return bool(value) and standing(answer, value or "", question) in ("negated", "contrasted")
+
+
+def _new_facts(answer: str, clause: str, question: str) -> list[str]:
+    """Numbers and names the clause states that the question does not hold."""
+    asked = content_words(question)
+    return [f for f in names_in(answer, clause) if not content_words(f) <= asked]
+
+
+def _read_negative(
+    readings: list[Reading], answer: str, question: str, trap_value: str | None, g: Grounds
+) -> tuple[str, str, bool]:
     """(outcome, clause, unsure) for a negative test's answer. Outcomes: refusal, refusal_citing_trap, took_trap,
-    hedged_trap, hedged, answered. `unsure`: the rules cannot settle it (a judge may)."""
+    hedged_trap, hedged, outside, answered. `unsure`: the rules cannot settle it (a judge or a person may)."""
     refused = any(r.refusal for r in readings)
+    rejected = _rejected(answer, trap_value, question)
     trap_cited, unclear = False, None
     for r in readings:
         trap = _states(r, trap_value, question)
-        if r.refusal:
+        offered = _new_facts(answer, r.clause, question)
+        if r.refusal and not (r.hedge and offered):  # "possibly X, since they aren't mentioned again" offers X
             trap_cited = trap_cited or trap
+            continue
+        if refused and r.own_knowledge and not r.citation:
+            return "outside", f"{r.clause} [attributed to the answerer's own knowledge, not the retrieved text]", False
+        away = outside(answer, r.clause, g)
+        if refused and away:  # a refusal, then content neither the retrieved text nor the question holds
+            return "outside", f"{r.clause} [not in the retrieved text: {', '.join(dict.fromkeys(away))}]", False
+        if refused and not r.citation:
+            new, total = unsupported(answer, r.clause, g)
+            if new >= 3 and new >= 0.5 * total:  # a claim of its own, in words the retrieved text does not use
+                return "outside", f"{r.clause} [{new} of its {total} content words not in the retrieved text]", False
+        if trap and rejected:
+            trap_cited = True
             continue
         if refused and r.answers_anyway:
             return ("hedged_trap" if trap else "hedged"), r.clause, False
-        if not (trap or _new_numbers(r.clause, question)):
+        values = trap or bool(_new_numbers(r.clause, question))
+        if not (values or offered):
             continue  # states no value
         qualified = _qualified(r.clause, question, trap_value if trap else None)
-        if (
-            ((r.hedge or r.approx) and not r.citation)
-            or (refused and r.infers and not r.citation)
-            or (refused and r.based_on and not (r.citation or qualified))
+        approx = r.approx and (trap or not g.known)  # "around 1300" taken from the retrieved text reports it
+        if (r.hedge or approx) and not r.citation:
+            return ("hedged_trap" if trap else "hedged"), r.clause, False
+        if not values:  # names only: an answer without a refusal, else what the retrieved text says
+            if not refused:
+                return "answered", r.clause, False
+            continue
+        if (refused and r.infers and not r.citation and not (g.known and qualified)) or (
+            refused and r.based_on and not (r.citation or qualified)
         ):
             return ("hedged_trap" if trap else "hedged"), r.clause, False
         if not refused:
@@ -105,6 +142,8 @@ def _read_negative(readings: list[Reading], question: str, trap_value: str | Non
         if r.citation or qualified:
             trap_cited = trap_cited or trap
             continue
+        if trap:  # the trap's value stated plainly of what was asked, beside a refusal: taken all the same
+            return "took_trap", r.clause, False
         unclear = unclear or (r.clause, trap)
     if not refused:
         return "answered", "", True  # no refusal the grammar knows, and no value either
@@ -145,6 +184,43 @@ def _rival_first(answer: str, expected: str, question: str) -> str | None:
     return min(firsts)[1] if firsts else None
 
 
+_ASIDE = {
+    "negated": "negated",
+    "contrasted": "said of something else",
+    "range": "one end of a range",
+    "alternative": "one of alternatives",
+}
+_CONCLUDES = re.compile(
+    r"^(?:so|therefore|thus|hence|which\s+means|that\s+means|and\s+so)\b|\b(?:final\s+answer|the\s+answer\s+(?:is|would\s+be))\b"
+)
+
+
+def _concludes_otherwise(
+    answer: str, readings: list[Reading], stating: list[int], expected: str, question: str
+) -> str | None:
+    """A conclusion after the expected value ("..., so the other university would be the Warsaw School of
+    Economics") that names something the expected answer does not hold: the answer it settles on."""
+    known = content_words(expected) | content_words(question)
+    for r in readings[max(stating) + 1 :] if stating else []:
+        if _CONCLUDES.search(r.clause) and not answer_matches(r.clause, expected).matched:
+            other = [
+                f for f in names_in(answer, r.clause) if re.search(r"\d|^[A-Z]", f) and not content_words(f) <= known
+            ]
+            if other:
+                return r.clause
+    return None
+
+
+def _aside(answer: str, expected: str, question: str) -> str | None:
+    """Why the expected value, as written, is not what the answer asserts (negated, said of something else, an end of
+    a range, one of alternatives), or None. An expected answer that is itself a range or a choice is not checked
+    for being one."""
+    how = standing(answer, expected, question)
+    if how in ("range", "alternative") and re.search(r"\b(?:or|to|and|between)\b|\d\s*[-\u2013]\s*\d", expected):
+        return None
+    return _ASIDE.get(how)
+
+
 def decide(
     test: GoldenTest,
     anchor_ids: tuple[str, ...],
@@ -154,7 +230,10 @@ def decide(
     refusal_phrases: tuple[str, ...],
     current_embedder_tag: str,
     stamp_reason: str = "",
+    contexts: Sequence[str] = (),
 ) -> Verdict:
+    """The verdict of one test. `contexts`: the retrieved texts the answerer saw; content beside a refusal that they
+    do not hold is an answer from outside the context (without them that cannot be checked)."""
     anchor = "trap" if test.kind == "negative" else "evidence"
     unverified = test.embedder_tag != current_embedder_tag
     got = set(retrieved)
@@ -164,6 +243,8 @@ def decide(
     refused = any(r.refusal for r in readings)
 
     def v(verdict: str, reason: str, trap: bool = False, how: str = "", unsure: bool = False) -> Verdict:
+        if unsure and verdict != "pass":
+            verdict = "needs_review"  # the rules cannot settle it: a judge rules, or a person; it never passes
         return Verdict(
             test.question_id, test.kind, verdict, reason, anchor_ids, all_in, refused, trap, how, unverified, unsure
         )
@@ -183,55 +264,79 @@ def decide(
         return v("error", f"answerer error: {answer.error}")
     if not answer.text.strip():
         return v("fail", "empty answer")
+    g = grounds(tuple(contexts), test.question)
     if test.kind == "negative":
-        outcome, clause, unsure = _read_negative(readings, test.question, test.trap_value)
-        quoted = repr(clause[:120])
-        if outcome == "refusal":
-            return v("pass", "refused with the trap in context", how="refusal")
-        if outcome == "refusal_citing_trap":
-            return v(
-                "pass",
-                f"refused; cites the trap's value {test.trap_value!r} only as what the documents say",
-                how="refusal_citing_trap",
-            )
-        if outcome == "took_trap":
-            return v("fail", f"took the trap: the answer states {test.trap_value!r}", trap=True, unsure=unsure)
-        if outcome == "hedged_trap":
-            return v(
-                "fail", f"took the trap (hedged): the answer offers {test.trap_value!r} as likely: {quoted}", trap=True
-            )
-        if outcome == "hedged":
-            return v("fail", f"answered anyway (hedged): {quoted}")
-        if refused:
-            return v("fail", f"refused, then answered anyway: {quoted}", unsure=unsure)
-        return v("fail", f"answered instead of refusing: {answer.text[:120]!r}", unsure=unsure)
-    m = answer_matches(answer.text, test.expected_answer, test.question)
-    rival = _rival_first(answer.text, test.expected_answer, test.question) if m.matched else None
+        return _negative(test, answer.text, readings, g, v)
+    return _positive(test, answer.text, readings, v)
+
+
+def _negative(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, v: Any) -> Verdict:
+    outcome, clause, unsure = _read_negative(readings, text, test.question, test.trap_value, g)
+    quoted = repr(clause[:160])
+    refused = any(r.refusal for r in readings)
+    if outcome == "refusal":
+        return v("pass", "refused with the trap in context", how="refusal")
+    if outcome == "refusal_citing_trap":
+        return v(
+            "pass",
+            f"refused; cites the trap's value {test.trap_value!r} only as what the documents say",
+            how="refusal_citing_trap",
+        )
+    if outcome == "outside":
+        return v("fail", f"refused, then answered from outside the context: {quoted}")
+    if outcome == "took_trap":
+        return v("fail", f"took the trap: the answer states {test.trap_value!r}", trap=True, unsure=unsure)
+    if outcome == "hedged_trap":
+        return v(
+            "fail", f"took the trap (hedged): the answer offers {test.trap_value!r} as likely: {quoted}", trap=True
+        )
+    if outcome == "hedged":
+        return v("fail", f"answered anyway (hedged): {quoted}")
+    if refused:
+        return v("fail", f"refused, then answered anyway: {quoted}", unsure=unsure)
+    return v("fail", f"answered instead of refusing: {text[:120]!r}", unsure=unsure)
+
+
+def _positive(test: GoldenTest, text: str, readings: list[Reading], v: Any) -> Verdict:
+    expected, question = test.expected_answer, test.question
+    refused = any(r.refusal for r in readings)
+    m = answer_matches(text, expected, question)
+    rival = _rival_first(text, expected, question) if m.matched else None
     if rival:
         return v(
             "fail",
-            f"names {rival!r} before {test.expected_answer!r}, both options of the question: which one it "
+            f"names {rival!r} before {expected!r}, both options of the question: which one it "
             f"gives as the answer is for a judge to read",
             unsure=True,
         )
-    stating = [
-        i for i, r in enumerate(readings) if answer_matches(r.clause, test.expected_answer, test.question).matched
-    ]
+    stating = [i for i, r in enumerate(readings) if answer_matches(r.clause, expected, question).matched]
     if m.matched and stating and _disowned(readings, stating):
         return v(
             "fail",
-            f"cites {test.expected_answer!r} as what the documents say, then answers otherwise: "
-            f"{readings[-1].clause[:120]!r}",
+            f"cites {expected!r} as what the documents say, then answers otherwise: {readings[-1].clause[:120]!r}",
         )
+    aside = _aside(text, expected, question) if m.matched else None
+    if aside:
+        return v("fail", f"states {expected!r} only as {aside}, not as the answer: {text[:120]!r}")
+    other = _concludes_otherwise(text, readings, stating, expected, question) if m.matched else None
+    if other:
+        return v("fail", f"mentions {expected!r}, then concludes otherwise: {other[:120]!r}")
     if m.matched and (not stating or any(not readings[i].hedge and not readings[i].refusal for i in stating)):
+        if m.how == "words" and len(content_words(expected) - content_words(question)) > 2:
+            return v(
+                "fail", f"shares most words of {expected!r}; whether it says the same is for a reviewer", unsure=True
+            )
         return v("pass", f"answer matches expected ({m.how})", how=m.how)
     if m.matched and all(readings[i].hedge for i in stating):
-        return v("fail", f"states {test.expected_answer!r} only as a guess: {readings[stating[0]].clause[:120]!r}")
-    stated = set(numbers(digits(answer.text))) - set(numbers(digits(test.question)))
+        return v("fail", f"states {expected!r} only as a guess: {readings[stating[0]].clause[:120]!r}")
+    stated = set(numbers(digits(text))) - set(numbers(digits(question)))
     if refused and not stated:
         return v("fail", "refused although the evidence was retrieved")
-    # A paraphrase that shares much of the expected answer is for a judge to read; without one it fails.
-    close = answer_matches(answer.text, test.expected_answer, test.question, share=0.5).matched or (
-        bool(stated) and stated <= set(numbers(digits(test.expected_answer)))
+    # A paraphrase that shares much of the expected answer is for a judge or a reviewer to read; it never passes.
+    need = content_words(expected) - content_words(question)
+    close = (
+        answer_matches(text, expected, question, share=0.5).matched
+        or (bool(stated) and stated <= set(numbers(digits(expected))))
+        or (len(need) >= 5 and len(need & content_words(text)) >= 2)  # a long span, perhaps in other words
     )
-    return v("fail", f"answer does not state {test.expected_answer!r}: {answer.text[:120]!r}", unsure=close)
+    return v("fail", f"answer does not state {expected!r}: {text[:120]!r}", unsure=close)

@@ -47,7 +47,8 @@ def verdict_of(row: dict, tests: dict[str, GoldenTest] = TESTS) -> Verdict:
     v = decide(
         tests[row["question_id"]], ("anchor",), "unchanged", ["anchor"], Answer(row["answer"], 0, 0, 0), (), "tag"
     )
-    assert v.anchor_retrieved and v.verdict in ("pass", "fail"), v
+    assert v.anchor_retrieved and v.verdict in ("pass", "fail", "needs_review"), v
+    assert (v.verdict == "needs_review") == v.needs_judge, v  # unsure is its own verdict, never a pass or a fail
     return v
 
 
@@ -64,24 +65,24 @@ def test_the_labelled_set_is_what_it_claims() -> None:
 
 
 @pytest.mark.parametrize("name", SETS)
-def test_no_false_pass_and_at_most_one_percent_false_fails(name: str) -> None:
+def test_no_false_pass_at_most_one_percent_false_fails_and_few_reviews(name: str) -> None:
     rows = [r for r in labelled(name) if not r.get("ambiguous")]
-    wrong = [(r["label"], verdict_of(r).verdict, r["question_id"], r["answer"]) for r in rows]
-    wrong = [w for w in wrong if w[0] != w[1]]
-    false_passes = [w for w in wrong if w[1] == "pass"]
-    false_fails = [w for w in wrong if w[1] == "fail"]
+    got = [(r["label"], verdict_of(r).verdict, r["question_id"], r["answer"]) for r in rows]
+    false_passes = [w for w in got if w[1] == "pass" and w[0] == "fail"]
+    false_fails = [w for w in got if w[1] == "fail" and w[0] == "pass"]
+    reviews = [w for w in got if w[1] == "needs_review"]
     assert false_passes == []
     assert len(false_fails) <= 0.01 * len(rows), false_fails
+    assert len(reviews) <= 0.05 * len(rows), reviews
 
 
-def test_answers_to_squad_spans_never_pass_falsely_and_every_false_fail_goes_to_the_judge() -> None:
+def test_answers_to_squad_spans_never_pass_falsely_and_the_unsure_go_to_review() -> None:
+    """Long crowd-chosen spans: a paraphrase the rules cannot settle is `needs_review` (a judge or a person rules),
+    never a pass and never a silent fail."""
     squad = _tests(SQUAD)
     rows = [r for r in labelled("squad_unseen_labelled.jsonl") if not r.get("ambiguous")]
     assert len(rows) >= 200 and {r["question_id"] for r in rows} == set(squad)
     verdicts = [(r, verdict_of(r, squad)) for r in rows]
     assert [r["answer"] for r, v in verdicts if v.verdict == "pass" and r["label"] == "fail"] == []
-    false_fails = [(r, v) for r, v in verdicts if v.verdict == "fail" and r["label"] == "pass"]
-    assert len(false_fails) <= 0.04 * len(rows), [r["answer"] for r, _ in false_fails]
-    assert all(v.needs_judge for _, v in false_fails), [
-        (r["answer"], v.reason) for r, v in false_fails if not v.needs_judge
-    ]
+    assert [r["answer"] for r, v in verdicts if v.verdict == "fail" and r["label"] == "pass"] == []
+    assert sum(v.verdict == "needs_review" for _, v in verdicts) <= 0.1 * len(rows)
