@@ -21,11 +21,13 @@ from ragpipe.match import content_words, digits, numbers
 _META = content_words(
     "documents document docs context text passage passages source sources excerpt excerpts based according answer "
     "question final note json yaml xml markdown table sorry summary reasoning step conclusion confidence result "
-    "information assistant model language"
+    "information assistant model language doc docs reference references documentation manual manuals changelog "
+    "readme guide section sections page pages chunk chunks snippet snippets material materials"
 )
 # Prepositions and adverbs that put what they govern beside the answer instead of being it.
 _CONTRAST = {"unlike", "except", "besides", "instead", "rather", "apart", "aside", "excluding", "versus", "vs", "vs."}
 _RANGE_WORDS = {"between", "from", "to", "and", "-", "\u2013", "through", "up", "anywhere"}
+_CODE = re.compile(r"`([^`\n]+)`")
 _NEGATORS = {"not", "never", "no", "n't", "nor", "neither"}
 
 
@@ -55,6 +57,7 @@ class Grounds:
     words: frozenset[str]
     values: frozenset[float]
     known: bool  # False when no retrieved text was given: grounding cannot be checked
+    text: str = ""  # all of it, lower-cased, whitespace collapsed (code is looked up in it)
 
 
 @functools.lru_cache(maxsize=512)
@@ -65,13 +68,13 @@ def grounds(texts: tuple[str, ...], question: str) -> Grounds:
     values = set(numbers(digits(joined)))
     for w in re.findall(r"\d[\d,.\u2013\-]*", joined):  # "1862-90" holds 1862 and 90
         values.update(float(x) for x in re.findall(r"\d+(?:\.\d+)?", w.replace(",", "")))
-    return Grounds(frozenset(words), frozenset(values), bool(texts))
+    return Grounds(frozenset(words), frozenset(values), bool(texts), " ".join(joined.lower().split()))
 
 
 @dataclass(frozen=True)
 class Fact:
     text: str  # as written in the answer
-    kind: str  # "number" | "name"
+    kind: str  # "number" | "name" | "code"
     start: int  # character offsets in the answer (NFKC)
     end: int
 
@@ -90,8 +93,10 @@ def facts(answer: str) -> list[Fact]:
     """Numbers and proper names the answer states (a name: a capitalized proper-noun token that is not a word about
     the source; a number that is not a reference like "Passage 1" or "[2]"); "Bismarck died on 30 July 1898" gives
     Bismarck, 30, July, 1898."""
-    out = []
+    out = [Fact(m.group(1), "code", m.start(1), m.end(1)) for m in _CODE.finditer(answer) if m.group(1).strip()]
     for tok in parse(answer):
+        if any(f.start <= tok.idx < f.end for f in out):
+            continue  # inside code: the code span is the fact
         text = tok.text
         if tok.like_num or any(ch.isdigit() for ch in text):
             # a number word counts when it counts something ("two million", "five seconds"), not in "the two"
@@ -106,26 +111,52 @@ def facts(answer: str) -> list[Fact]:
 def grounded(fact: Fact, g: Grounds) -> bool:
     """Is the fact held by the retrieved texts or the question? Numbers by value ("two million" = 2,000,000),
     names by word."""
+    if fact.kind == "code":  # an identifier, a command, a path: as written (case aside), or each of its words
+        code = " ".join(fact.text.lower().split()).strip(".")
+        return code in g.text or all(_key(w) in g.words for w in re.findall(r"[a-z0-9]+", code) if len(w) > 2)
     if fact.kind == "number":
         vals = numbers(digits(fact.text)) or [float(x) for x in re.findall(r"\d+(?:\.\d+)?", fact.text)]
         parts = [float(x) for x in re.findall(r"\d+(?:\.\d+)?", fact.text.replace(",", ""))]
         return any(v in g.values for v in vals) or bool(parts) and all(p in g.values for p in parts)
-    return _key(fact.text) in g.words
+    return _key(fact.text) in g.words or _acronym_of(fact.text, g)
+
+
+def _acronym_of(name: str, g: Grounds) -> bool:
+    """ "EDSP" where the retrieved text says "External Dependency Solver Protocol": an abbreviation is grounded
+    when its letters are the initials of consecutive words of the text."""
+    if not (2 <= len(name) <= 6 and name.isupper() and name.isalpha()):
+        return False
+    letters = r"[\s\-]+".join(rf"{ch.lower()}[a-z]*" for ch in name)
+    return re.search(rf"\b{letters}\b", g.text) is not None
 
 
 def outside(answer: str, clause: str, g: Grounds) -> list[str]:
     """The facts of `clause` (a prepared clause of `answer`) that neither the retrieved texts nor the question hold."""
     if not g.known:
         return []
-    low = clause.lower()
-    return [
-        f.text
-        for f in facts(answer)
-        if re.search(r"(?<!\w)" + re.escape(f.text.lower()) + r"(?!\w)", low) and not grounded(f, g)
-    ]
+    return [f.text for f in facts(answer) if _in_clause(f.text, clause) and not grounded(f, g)]
+
+
+def _in_clause(text: str, clause: str) -> bool:
+    """Is the answer's `text` part of `clause` (a prepared clause: lower-cased, markup turned into spaces)?"""
+    from ragpipe.refusal import prepare
+
+    words = prepare(text).split()
+    return bool(words) and re.search(r"(?<!\w)" + r"\s+".join(map(re.escape, words)) + r"(?!\w)", clause) is not None
 
 
 _CONTENT_POS = {"NOUN", "PROPN", "NUM"}  # what a claim is about; verbs are often about the answering
+
+
+def proposes(answer: str, clause: str, question: str) -> bool:
+    """Does the clause put forward content of its own: a statement (not a question back) holding code, or a name or
+    number the question does not hold?"""
+    if clause.rstrip().endswith("?"):
+        return False
+    asked = content_words(question)
+    return any(
+        _in_clause(f.text, clause) and (f.kind == "code" or not content_words(f.text) <= asked) for f in facts(answer)
+    )
 
 
 def unsupported(answer: str, clause: str, g: Grounds) -> tuple[int, int]:
@@ -157,8 +188,7 @@ def _fact(tok: Any) -> Fact:
 
 def names_in(answer: str, clause: str) -> list[str]:
     """The facts (numbers and names) that appear in `clause`."""
-    low = clause.lower()
-    return [f.text for f in facts(answer) if re.search(r"(?<!\w)" + re.escape(f.text.lower()) + r"(?!\w)", low)]
+    return [f.text for f in facts(answer) if _in_clause(f.text, clause)]
 
 
 # --- where a value stands --------------------------------------------------------------------------------------------
@@ -180,7 +210,10 @@ def _negated(span: Any) -> bool:
     governs it, or negates the copula whose subject or attribute it is. A negated verb with the value as its object
     ("shall not exceed $2.2 million") states a bound, not a denial."""
     doc = span.doc
-    before = doc[span.start - 1] if span.start > 0 else None
+    i = span.start - 1
+    while i >= 0 and doc[i].is_punct and doc[i].text in "`'\"*(":  # quotes and markup around the value
+        i -= 1
+    before = doc[i] if i >= 0 else None
     if before is not None and before.lower_ in _NEGATORS:
         return True
     if span.start > 1 and doc[span.start - 1].dep_ == "det" and doc[span.start - 2].lower_ in _NEGATORS:
@@ -196,11 +229,12 @@ def _negated(span: Any) -> bool:
 def _contrasted(span: Any) -> bool:
     """The value sits under "unlike", "except", "instead of", "rather than", ... (a preposition, adverb or
     conjunction that governs it): said of something else."""
-    for anc in [span.root, *span.root.ancestors]:
-        if anc.dep_ == "ROOT":
-            break
-        if anc.lower_ in _CONTRAST and anc.pos_ in ("ADP", "ADV", "SCONJ", "CCONJ"):
-            return True
+    for start in (span.root, span[0]):  # a long value's first word may hang under the contrast, not its root
+        for anc in [start, *start.ancestors]:
+            if anc.dep_ == "ROOT":
+                break
+            if anc.lower_ in _CONTRAST and anc.pos_ in ("ADP", "ADV", "SCONJ", "CCONJ"):
+                return True
     return False
 
 
@@ -243,9 +277,34 @@ def _alternative(span: Any) -> bool:
     return conj_or or joined_to or either
 
 
-def standing(answer: str, value: str, question: str = "") -> str:
+def _conjoined(span: Any) -> bool:
+    """ "Both the priority and weight fields": the value paired by "both ... and" with another of its kind (a list
+    that merely says more, "Scandinavia and northern Europe", is not)."""
+    root = span.root
+    doc = span.doc
+    if not any(t.lower_ == "both" for t in doc[max(0, span.start - 6) : span.end + 2]):
+        return False
+    kinds = ("NOUN", "PROPN", "NUM")
+    with_and = any(c.dep_ == "cc" and c.lower_ == "and" for c in root.children) and any(
+        c.dep_ == "conj" and c.pos_ in kinds for c in root.children
+    )
+    joined_to = (
+        root.dep_ == "conj"
+        and root.head.pos_ in kinds
+        and any(c.dep_ == "cc" and c.lower_ == "and" for c in root.head.children)
+    )
+    return with_and or joined_to
+
+
+def has_verb(answer: str, clause: str) -> bool:
+    """Does the clause hold a verb (a claim), not only a table cell or a list entry?"""
+    return any(t.pos_ in ("VERB", "AUX") and _in_clause(t.text, clause) for t in parse(answer))
+
+
+def standing(answer: str, value: str, question: str = "", ignore: frozenset[str] = frozenset()) -> str:
     """How the answer holds `value`: "asserted" when at least one occurrence is stated plainly, else why not:
-    "negated", "contrasted" (said of something else), "range" or "alternative". Where the value is not written as
+    "negated", "contrasted" (said of something else), "range", "alternative" or "conjoined" (beside another of its
+    kind). Where the value is not written as
     such, its most distinctive word is read instead (a number, else a word the question does not hold: "Amherst"
     for "General Amherst", "two" for "over two million"). "absent" when neither occurs."""
     doc = parse(answer)
@@ -267,8 +326,9 @@ def standing(answer: str, value: str, question: str = "") -> str:
             ("contrasted", _contrasted),
             ("range", _ranged),
             ("alternative", _alternative),
+            ("conjoined", _conjoined),
         ):
-            if test(span):
+            if name not in ignore and test(span):
                 reasons.append(name)
                 break
         else:

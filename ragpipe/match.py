@@ -218,10 +218,28 @@ def _canonical(text: str) -> str:
     """Digits for number words, "v1.6" as "1.6", "0..100" as "0 to 100", Greek letters spelled out ("TGF-\u03b2" =
     "TGF-beta"), centuries in one form ("19th century" = "the 1800s"): the form every comparison below reads."""
     text = "".join(_GREEK.get(ch, ch) for ch in unicodedata.normalize("NFKC", text).lower())
+    text = re.sub(
+        r"10([\u207b\u2070\u00b9\u00b2\u00b3\u2074-\u2079]+)", lambda m: "10^" + m.group(1).translate(_SUPER), text
+    )
     out = re.sub(r"(?<![\w.])v(?=\d)", "", digits(text), flags=re.IGNORECASE)
     out = re.sub(r"\b(\d{1,2})(?:st|nd|rd|th)\s+century\b", r"century\1", out)
+    out = _SCI.sub(_sci, out)
     out = re.sub(r"\b(\d{1,2})00s\b", lambda m: f"century{int(m.group(1)) + 1}", out)
     return re.sub(r"(?<=\d)\s*\.\.\.?\s*(?=\d)", " to ", out)
+
+
+# Scientific notation in its written forms: "1e-09", "10^-9", "10**-9", "1.5 x 10^3", "10\u207b\u2079".
+_SUPER = str.maketrans("\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079", "-0123456789")
+_SCI = re.compile(
+    r"(?<![\w.])(?:(\d+(?:\.\d+)?)\s*(?:x|\u00d7|\*)\s*)?10\s*(?:\^|\*\*)\s*([+-]?\d+)(?![\w.])|"
+    r"(?<![\w.])(\d+(?:\.\d+)?)e([+-]?\d+)(?![\w.])"
+)
+
+
+def _sci(m: re.Match[str]) -> str:
+    mantissa = float(m.group(1) or m.group(3) or 1)
+    exponent = int(m.group(2) or m.group(4))
+    return f"sci{mantissa:g}e{exponent}"
 
 
 def _years_for(answer: str, expected: str) -> str:
@@ -276,6 +294,8 @@ def content_words(text: str) -> set[str]:
 def _by_words(answer: str, expected: str, question: str, share: float) -> Match:
     """The words of `expected` that the question does not already hold, most of them (`share`, all of one or two)
     in the answer, in any order: "Sultan Suleiman, known as 'the Magnificent'" states "Suleiman the Magnificent"."""
+    if len(expected.split()) == 1 and re.search(r"[/_.:=]", expected.strip(".,;")):
+        return Match(False, "")  # an identifier or a path ("Games/Blocks") is matched whole, never by its parts
     need = content_words(expected) - content_words(question)
     if not need:
         return Match(False, "")
@@ -319,12 +339,29 @@ def _structured_match(answer: str, expected: str) -> Match:
     exp_versions = versions(expected_c)
     if exp_versions and not set(exp_versions) <= set(versions(answer_c)):
         return Match(False, "no")
-    if _numeric_match(answer_c, expected_c):
+    if _code_match(answer, expected):
+        return Match(True, "code")
+    # numbers decide a value that is essentially a quantity, not a long span that happens to hold one
+    short = len(content_words(re.sub(r"[\d.,$%]+", " ", expected_c)) - set(_UNITS) - set(_SCALE)) <= 2
+    if short and _numeric_match(answer_c, expected_c):
         return Match(True, "numeric")
     items = _list_items(expected_c)
     if len(items) > 1 and all(_contains(ca, x) or _numeric_match(answer_c, x) for x in items):
         return Match(True, "list")
     return Match(False, "")
+
+
+_CODE = re.compile(r"`([^`\n]+)`")
+
+
+def _code_match(answer: str, expected: str) -> bool:
+    """An expected answer whose value is code ("examine the `.http_version` property") is stated by that code, in
+    backticks or not ("`response.http_version`"). With several code spans the relation between them is the answer
+    ("`RUST_BACKTRACE` set to anything except `0`"): code alone does not decide it."""
+    spans = [c.strip().strip(".") for c in _CODE.findall(expected)]
+    if len(spans) != 1 or not spans[0] or len(expected) - len(spans[0]) > 60:
+        return False
+    return re.search(r"(?<![\w-])" + re.escape(spans[0].lower()) + r"(?![\w-])", answer.lower()) is not None
 
 
 def _numeric_match(answer: str, expected: str) -> bool:

@@ -127,7 +127,7 @@ _ANSWERS_ANYWAY = re.compile(
 # context" may also introduce what the context says about something else (ragpipe.verdict weighs that).
 _INFERS = re.compile(
     r"\b(?:since|because|given\s+that|in\s+practice|typically|usually|generally|by\s+analogy|same\s+as|as\s+well|"
-    r"too|also|like\s+(?:for|the|in))\b"
+    r"too(?=\s*(?:[.,;!?]|$))|also|like\s+(?:for|the|in))\b"
 )
 _BASED_ON = re.compile(r"\b(?:based\s+on|going\s+by|from\s+what)\b")
 # Attribution to something other than the retrieved text: the answerer's memory or general knowledge. Beside a
@@ -179,6 +179,62 @@ _TURN = re.compile(
 )
 
 
+_FENCE = re.compile(r"```[a-z]*[ \t]*\n?(.*?)```", re.S)
+# Fields of a structured answer that describe it rather than say it.
+_METADATA = {
+    "confidence",
+    "score",
+    "probability",
+    "certainty",
+    "sources",
+    "source",
+    "citations",
+    "citation",
+    "ids",
+    "chunk_ids",
+    "references",
+    "passages",
+    "context_ids",
+    "doc_ids",
+    "id",
+    "model",
+    "version",
+    "latency",
+}
+
+
+def _flatten(obj: object, key: str = "") -> list[str]:
+    if isinstance(obj, dict):
+        return [x for k, v in obj.items() if str(k).lower() not in _METADATA for x in _flatten(v, str(k))]
+    if isinstance(obj, list):
+        return [x for v in obj for x in _flatten(v, key)]
+    if obj is None:
+        return ["null"]
+    if isinstance(obj, bool):
+        return [f"{key.replace('_', ' ')}: {'yes' if obj else 'no'}"]
+    return [str(obj)]
+
+
+def unwrap(text: str) -> str:
+    """An answer written as JSON (bare or in a code fence) read as what it says: the values of its fields, one
+    sentence each, metadata fields (confidence, sources, ids) left out. Anything else is returned as it is."""
+    import json
+
+    def read(block: str) -> str | None:
+        start, end = block.find("{"), block.rfind("}")
+        if start < 0 or end < start:
+            return None
+        try:
+            obj = json.loads(block[start : end + 1])
+        except ValueError:
+            return None
+        parts = [p.strip().rstrip(".") for p in _flatten(obj) if p.strip()]
+        return block[:start] + "".join(f"{p}. " for p in parts) + block[end + 1 :]
+
+    out = _FENCE.sub(lambda m: read(m.group(1)) or m.group(0), text)
+    return (read(out) or out) if "{" in out else out
+
+
 def prepare(text: str) -> str:
     """Lower-case, straight quotes, contractions expanded, markup and JSON punctuation turned into spaces."""
     t = unicodedata.normalize("NFKC", text).lower()
@@ -199,7 +255,7 @@ def _parts(text: str) -> list[tuple[str, bool]]:
     for sentence in _SENTENCE.split(t):
         first = True
         for part in _PART.split(sentence):
-            part = part.replace("\u2024", ".").strip(" ,.:")
+            part = re.sub(r"^(?:[-+\u2022]|\d+[.)])\s+", "", part.replace("\u2024", ".").strip(" ,.:"))
             if part and re.search(r"\w", part):
                 out.append((part, not first and not _TURN.search(part)))
                 first = False

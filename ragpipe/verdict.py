@@ -23,9 +23,9 @@ from typing import Any
 
 from ragpipe.answer import Answer
 from ragpipe.golden import GoldenTest
-from ragpipe.grounding import Grounds, grounds, names_in, outside, standing, unsupported
+from ragpipe.grounding import Grounds, grounds, has_verb, names_in, outside, proposes, standing, unsupported
 from ragpipe.match import answer_matches, content_words, digits, numbers
-from ragpipe.refusal import Reading, read_answer
+from ragpipe.refusal import Reading, read_answer, unwrap
 from ragpipe.vocabulary import VERDICTS  # noqa: F401  (re-exported)
 
 IMPL_VERSION = "2"  # 2: refusal grammar, trap cited vs taken, number words and units (ragpipe.refusal, ragpipe.match)
@@ -123,6 +123,8 @@ def _read_negative(
         if refused and r.answers_anyway:
             return ("hedged_trap" if trap else "hedged"), r.clause, False
         values = trap or bool(_new_numbers(r.clause, question))
+        if refused and r.hedge and not r.citation and proposes(answer, r.clause, question):
+            return ("hedged_trap" if trap else "hedged"), r.clause, False  # a guess beside a refusal proposes
         if not (values or offered):
             continue  # states no value
         qualified = _qualified(r.clause, question, trap_value if trap else None)
@@ -133,16 +135,14 @@ def _read_negative(
             if not refused:
                 return "answered", r.clause, False
             continue
-        if (refused and r.infers and not r.citation and not (g.known and qualified)) or (
-            refused and r.based_on and not (r.citation or qualified)
-        ):
+        if (refused and r.infers and not r.citation) or (refused and r.based_on and not (r.citation or qualified)):
             return ("hedged_trap" if trap else "hedged"), r.clause, False
         if not refused:
             return ("took_trap" if trap else "answered"), r.clause, False
         if r.citation or qualified:
             trap_cited = trap_cited or trap
             continue
-        if trap:  # the trap's value stated plainly of what was asked, beside a refusal: taken all the same
+        if trap and has_verb(answer, r.clause):  # the trap's value claimed of what was asked, beside a refusal
             return "took_trap", r.clause, False
         unclear = unclear or (r.clause, trap)
     if not refused:
@@ -189,6 +189,7 @@ _ASIDE = {
     "contrasted": "said of something else",
     "range": "one end of a range",
     "alternative": "one of alternatives",
+    "conjoined": "one of several it names",
 }
 _CONCLUDES = re.compile(
     r"^(?:so|therefore|thus|hence|which\s+means|that\s+means|and\s+so)\b|\b(?:final\s+answer|the\s+answer\s+(?:is|would\s+be))\b"
@@ -211,13 +212,56 @@ def _concludes_otherwise(
     return None
 
 
+_NEGATING = re.compile(r"\b(?:not|no|never|none|except|without|nor|neither|cannot)\b|n't\b")
+
+
+def _whole(answer: str, expected: str) -> bool:
+    """A long expected span restated word for word (every content word, the same numbers, the same operators and
+    the same number of negations), in any order or inflection: sure enough to pass. Anything less is for a
+    reviewer."""
+    if not content_words(expected) <= content_words(answer):
+        return False
+    if not set(numbers(digits(expected))) <= set(numbers(digits(answer))):
+        return False
+    if not set(re.findall(r"[<>=!:]+", expected)) <= set(re.findall(r"[<>=!:]+", answer)):
+        return False
+    return len(_NEGATING.findall(expected.lower())) == len(_NEGATING.findall(answer.lower()))
+
+
+def _first_code(answer: str, expected: str, question: str) -> str | None:
+    """Where the expected answer is code (`priority`): another piece of code the answer names first (`weight`), or
+    several others beside it (a list of candidates)."""
+    want = re.findall(r"`([^`\n]+)`", expected)
+    inline = re.sub(r"```.*?```", " ", answer, flags=re.S)
+    got = [c.strip().strip(".").lower() for c in re.findall(r"`([^`\n]+)`", inline)]
+    if len(want) != 1 or not got:
+        return None
+    w = want[0].strip().strip(".").lower()
+    rivals = [
+        c
+        for c in got
+        if w not in c
+        and c not in w
+        and c not in question.lower()
+        and standing(inline, c) not in ("negated", "contrasted")  # "Not `weight`: ..." rejects it
+    ]
+    if rivals and rivals[0] == got[0]:
+        return rivals[0]
+    return ", ".join(rivals) if len(rivals) >= 2 else None
+
+
 def _aside(answer: str, expected: str, question: str) -> str | None:
     """Why the expected value, as written, is not what the answer asserts (negated, said of something else, an end of
-    a range, one of alternatives), or None. An expected answer that is itself a range or a choice is not checked
-    for being one."""
-    how = standing(answer, expected, question)
-    if how in ("range", "alternative") and re.search(r"\b(?:or|to|and|between)\b|\d\s*[-\u2013]\s*\d", expected):
-        return None
+    a range, one of alternatives, beside another of its kind), or None. An expected answer that is itself a range,
+    a choice or a list is not checked for being one."""
+    ignore = set()
+    if re.search(r"\bor\b", expected):
+        ignore.add("alternative")
+    if re.search(r"\b(?:to|and|between|from)\b|(?<!\d{4})(?<![\d-])\d+\s*[-\u2013]\s*\d+(?![\d-])", expected):
+        ignore.add("range")
+    if re.search(r"\band\b|[,;&]", expected):
+        ignore.add("conjoined")
+    how = standing(answer, expected, question, frozenset(ignore))
     return _ASIDE.get(how)
 
 
@@ -239,7 +283,8 @@ def decide(
     got = set(retrieved)
     present = [i for i in anchor_ids if i in got]
     all_in = bool(anchor_ids) and len(present) == len(anchor_ids)
-    readings = read_answer(answer.text, refusal_phrases) if answer.text else []
+    text = unwrap(answer.text)
+    readings = read_answer(text, refusal_phrases) if text else []
     refused = any(r.refusal for r in readings)
 
     def v(verdict: str, reason: str, trap: bool = False, how: str = "", unsure: bool = False) -> Verdict:
@@ -262,12 +307,12 @@ def decide(
         return v("did_not_run", f"{anchor} chunk {', '.join(anchor_ids)} not retrieved in top {len(retrieved)}")
     if answer.error:
         return v("error", f"answerer error: {answer.error}")
-    if not answer.text.strip():
+    if not text.strip():
         return v("fail", "empty answer")
-    g = grounds(tuple(contexts), test.question)
+    g = grounds(tuple(contexts), f"{test.question} {test.source or ''}")  # the document's name is no outside fact
     if test.kind == "negative":
-        return _negative(test, answer.text, readings, g, v)
-    return _positive(test, answer.text, readings, v)
+        return _negative(test, text, readings, g, v)
+    return _positive(test, text, readings, v)
 
 
 def _negative(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, v: Any) -> Verdict:
@@ -315,14 +360,31 @@ def _positive(test: GoldenTest, text: str, readings: list[Reading], v: Any) -> V
             "fail",
             f"cites {expected!r} as what the documents say, then answers otherwise: {readings[-1].clause[:120]!r}",
         )
+    rival = _first_code(text, expected, question) if m.matched else None
+    if rival:
+        return v(
+            "fail",
+            f"names `{rival}` before {expected!r}: which one it gives as the answer is for a reviewer",
+            unsure=True,
+        )
     aside = _aside(text, expected, question) if m.matched else None
+    if aside == _ASIDE["conjoined"]:
+        return v(
+            "fail",
+            f"names {expected!r} beside another of its kind: which one it answers is for a reviewer",
+            unsure=True,
+        )
     if aside:
         return v("fail", f"states {expected!r} only as {aside}, not as the answer: {text[:120]!r}")
     other = _concludes_otherwise(text, readings, stating, expected, question) if m.matched else None
     if other:
         return v("fail", f"mentions {expected!r}, then concludes otherwise: {other[:120]!r}")
     if m.matched and (not stating or any(not readings[i].hedge and not readings[i].refusal for i in stating)):
-        if m.how == "words" and len(content_words(expected) - content_words(question)) > 2:
+        if (
+            m.how == "words"
+            and len(content_words(expected) - content_words(question)) > 2
+            and not _whole(text, expected)
+        ):
             return v(
                 "fail", f"shares most words of {expected!r}; whether it says the same is for a reviewer", unsure=True
             )
