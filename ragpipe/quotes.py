@@ -16,22 +16,51 @@ import re
 
 from ragpipe.text import collapse_whitespace, fold
 
-_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")  # [text](url), ![alt](src)
+_LINK = re.compile(r"!?\[([^\]]*)\](?:\([^)]*\)|\[[^\]]*\])")  # [text](url), ![alt](src), [text][ref]
 _CODE = re.compile(r"`+([^`]*)`+")
 _EMPHASIS = re.compile(r"(?<![\w*_])(\*{1,3}|_{1,3})(?=\S)(.+?)(?<=\S)\1(?![\w*_])")
-_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
+_TAG = re.compile(r"</?[a-zA-Z][^>]*>|<!--.*?-->", re.S)
+
+
+def _prose(text: str) -> str:
+    """Markup removed from text outside code: entities, tags, links, emphasis."""
+    q = html.unescape(text)
+    q = _TAG.sub("", q)
+    q = _LINK.sub(r"\1", q)
+    for _ in range(2):  # **_nested_** emphasis
+        q = _EMPHASIS.sub(r"\2", q)
+    return q
 
 
 def quote_form(quote: str) -> str:
-    """The quote as it should appear in parsed text: markup and entities removed, folded, whitespace collapsed."""
-    q = html.unescape(quote)
-    q = _TAG.sub("", q)
-    q = _LINK.sub(r"\1", q)
-    q = _CODE.sub(r"\1", q)
-    for _ in range(2):  # **_nested_** emphasis
-        q = _EMPHASIS.sub(r"\2", q)
-    q = re.sub(r"(?m)^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)", "", q)  # heading, quote, list markers
+    """The quote as it should appear in parsed text: markup and entities removed, folded, whitespace collapsed.
+    A code span keeps its content as written (`content=<str>` is code, not an HTML tag); only its backticks go."""
+    quote = _LINK.sub(r"\1", quote)  # a link's text may hold code: [the `netrc.netrc()` function](url)
+    parts, at = [], 0
+    for m in _CODE.finditer(quote):
+        parts.append(_prose(quote[at : m.start()]))
+        parts.append(m.group(1))
+        at = m.end()
+    parts.append(_prose(quote[at:]))
+    q = "".join(parts)
+    q = _LINE_MARKERS.sub("", q)  # heading, quote, list markers
     return collapse_whitespace(fold(q))
+
+
+_LINE_MARKERS = re.compile(r"(?m)^\s{0,3}(?:(?:#{1,6}|>|[-*+]|\d+[.)])(?:\s+|$))+")
+
+
+def html_form(quote: str) -> str:
+    """A quote copied from HTML source: tags removed first, then entities decoded (so `&lt;module&gt;` stays text);
+    underscores and asterisks are not markup there (`__init__()`)."""
+    return collapse_whitespace(fold(html.unescape(_TAG.sub("", quote))))
+
+
+def quote_forms(quote: str) -> list[str]:
+    """Every form the quote may take in parsed text, most literal first: as written, with only list and heading
+    markers removed, as Markdown rendered (`quote_form`), as HTML rendered (`html_form`)."""
+    forms = (plain_form(quote), plain_form(_LINE_MARKERS.sub("", quote)), quote_form(quote), html_form(quote))
+    return [f for f in dict.fromkeys(forms) if f]
 
 
 def plain_form(text: str) -> str:

@@ -14,7 +14,7 @@ from typing import Iterable
 import numpy as np
 
 from ragpipe.golden import GoldenTest
-from ragpipe.quotes import closest_passage, plain_form, quote_form
+from ragpipe.quotes import closest_passage, quote_forms
 from ragpipe.text import fold
 
 IMPL_VERSION = "1"  # loading and stamping the golden set (part of `golden_set` and `stamps`' code versions)
@@ -103,7 +103,7 @@ class Restamper:
     def locate(self, quote: str, source: str | None) -> tuple[str, int, int] | None:
         """(document, start, end) of the quote: in its source, or anywhere when no source is named or the source
         is gone (a renamed document). Tried as written (folded), then with the markup of a source file removed."""
-        forms = [f for f in dict.fromkeys((plain_form(quote), quote_form(quote))) if f]
+        forms = quote_forms(quote)
         candidates = [source] if source in self.documents else sorted(self.documents)
         for form in forms:
             for doc_id in candidates:
