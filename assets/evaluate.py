@@ -9,11 +9,10 @@ import dagster as dg
 from assets.automation import RAGPIPE_CONDITION, RETRY_POLICY
 from assets.resources import RagpipeResource
 from ragpipe import evaluate
-from ragpipe.errors import INPUT_ERRORS
+from ragpipe.core import INPUT_ERRORS, REWRITES_FILE
 from ragpipe.report import changes_table, load_summary, render_markdown
 from ragpipe.settings import Settings
 from ragpipe.versions import code_version
-from ragpipe.vocabulary import REWRITES_FILE
 
 GROUP = "evaluate"
 STAMP_CHECK = (

@@ -11,7 +11,7 @@ import dagster as dg
 from assets.automation import RAGPIPE_CONDITION
 from assets.resources import RagpipeResource
 from ragpipe import embed, ingest, parse_shard, shard
-from ragpipe.embed import usable_cpus
+from ragpipe.core import usable_cpus
 from ragpipe.settings import Settings
 from ragpipe.versions import code_version
 

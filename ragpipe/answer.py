@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from ragpipe.core import common_prefix
 from ragpipe.openai_client import ChatError, chat
 from ragpipe.settings import AnswererSettings, OpenAISettings
-from ragpipe.text import common_prefix
 
 IMPL_VERSION = "1"  # bump when the answerers answer differently (part of `answers`' code version)
 

@@ -10,10 +10,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ragpipe.errors import EXIT_BLOCKED, EXIT_BUSY, EXIT_INPUT, EXIT_OK, INPUT_ERRORS, RagpipeError
+from ragpipe.core import (
+    EXIT_BLOCKED,
+    EXIT_BUSY,
+    EXIT_INPUT,
+    EXIT_OK,
+    INPUT_ERRORS,
+    REWRITES_FILE,
+    VERDICTS,
+    RagpipeError,
+)
 from ragpipe.golden import GoldenSetError
 from ragpipe.settings import SETTINGS_ENV, Settings, SettingsError, load_settings
-from ragpipe.vocabulary import REWRITES_FILE, VERDICTS
 from ragpipe.warehouse import WarehouseBusy
 
 

@@ -21,9 +21,9 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from ragpipe import evaluate, ingest, store
+from ragpipe.core import VERDICTS
 from ragpipe.embed import embedder_tag
 from ragpipe.settings import STAGE_SECTIONS, Settings, SettingsError, settings_from_dict
-from ragpipe.vocabulary import VERDICTS
 from ragpipe.warehouse import connect, migrate, transaction
 
 Log = Callable[[str], None]

@@ -14,7 +14,8 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from ragpipe.model_build import (  # noqa: F401  (ONNX_BUILDS, build_minilm_onnx, minilm_path, usable_cpus: re-exported)
+from ragpipe.core import usable_cpus
+from ragpipe.model_build import (  # noqa: F401  (ONNX_BUILDS, build_minilm_onnx, minilm_path: re-exported)
     ONNX_BUILDS,
     ONNX_FILE,
     build_minilm_onnx,
@@ -24,7 +25,6 @@ from ragpipe.model_build import (  # noqa: F401  (ONNX_BUILDS, build_minilm_onnx
     onnx_fingerprints,
     st_tag,
     static_fingerprint,
-    usable_cpus,
     weights_fingerprint,
 )
 from ragpipe.settings import EmbedderSettings

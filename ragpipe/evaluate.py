@@ -12,6 +12,7 @@ import duckdb
 
 from ragpipe import judge, store
 from ragpipe.answer import Answer, load_answerer
+from ragpipe.core import VERDICTS
 from ragpipe.embed import Embedder, load_embedder
 from ragpipe.golden import GoldenProblem, GoldenSetError, GoldenTest, check_quotes, load_golden
 from ragpipe.objstore import ObjectStoreError
@@ -19,7 +20,6 @@ from ragpipe.restamp import ChunkSpan, Restamper
 from ragpipe.retrieve import metrics, retrieve_many
 from ragpipe.settings import Settings
 from ragpipe.verdict import decide
-from ragpipe.vocabulary import VERDICTS
 from ragpipe.warehouse import insert_rows, transaction
 
 Log = Callable[[str], None]

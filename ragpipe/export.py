@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import duckdb
 
-from ragpipe.errors import RagpipeError
+from ragpipe.core import RagpipeError
 from ragpipe.objstore import ObjectStoreError, explain, no_such_bucket, pyarrow_filesystem, split_uri
 from ragpipe.settings import Settings, check_s3_uri, is_remote_uri
 

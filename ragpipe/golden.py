@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ragpipe.errors import RagpipeError
+from ragpipe.core import RagpipeError
 from ragpipe.refusal import is_refusal
 
 REQUIRED = ("question_id", "question", "expected_answer")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from ragpipe.errors import RagpipeError
+from ragpipe.core import RagpipeError
 
 
 class UnknownTest(RagpipeError, LookupError):

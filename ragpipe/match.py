@@ -9,7 +9,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from ragpipe.text import normalize_text
+from ragpipe.core import normalize_text
 
 _SCALE = {
     "k": 1e3,

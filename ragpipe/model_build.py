@@ -256,12 +256,3 @@ def build_minilm_onnx(models_dir: Path, int8: bool = False) -> tuple[Path, str, 
 
     built = _atomic_build(int8_dir, quantize) or built
     return int8_dir / ONNX_FILE, int8_fp, built
-
-
-def usable_cpus() -> int:
-    import os
-
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)

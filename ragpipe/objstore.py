@@ -13,7 +13,7 @@ import os
 from typing import Any
 from urllib.parse import urlsplit
 
-from ragpipe.errors import RagpipeError
+from ragpipe.core import RagpipeError
 from ragpipe.settings import S3Settings, is_remote_uri
 
 SECRET_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID")

@@ -313,7 +313,7 @@ class _Worker:
 
 
 def _usable_cpus() -> int:
-    from ragpipe.model_build import usable_cpus
+    from ragpipe.core import usable_cpus
 
     return usable_cpus()
 

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator
 import duckdb
 
 from ragpipe import parse
-from ragpipe.errors import RagpipeError
+from ragpipe.core import RagpipeError
 from ragpipe.ingest import ParseResult, documents_stats, documents_todo, parse_one, record_parses, remove_documents
 from ragpipe.parse_pool import ParserPool, isolation_available, parser_workers
 from ragpipe.settings import Settings

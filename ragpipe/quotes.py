@@ -14,7 +14,7 @@ import difflib
 import html
 import re
 
-from ragpipe.text import collapse_whitespace, fold
+from ragpipe.core import collapse_whitespace, fold
 
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")  # [text](url), ![alt](src)
 _CODE = re.compile(r"`+([^`]*)`+")

@@ -9,7 +9,7 @@ from xml.etree import ElementTree as ET
 
 import duckdb
 
-from ragpipe.vocabulary import NEEDS_ATTENTION, REWRITES_FILE
+from ragpipe.core import NEEDS_ATTENTION, REWRITES_FILE
 
 
 @dataclass

@@ -13,9 +13,9 @@ from typing import Iterable
 
 import numpy as np
 
+from ragpipe.core import fold
 from ragpipe.golden import GoldenTest
 from ragpipe.quotes import closest_passage, plain_form, quote_form
-from ragpipe.text import fold
 
 IMPL_VERSION = "1"  # loading and stamping the golden set (part of `golden_set` and `stamps`' code versions)
 

@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragpipe.errors import RagpipeError
-from ragpipe.vocabulary import VERDICTS
+from ragpipe.core import VERDICTS, RagpipeError
 
 SETTINGS_ENV = "RAGPIPE_SETTINGS"
 DEFAULT_FILE = "ragpipe.toml"

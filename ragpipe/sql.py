@@ -13,7 +13,7 @@ from typing import Any
 
 import duckdb
 
-from ragpipe.errors import RagpipeError
+from ragpipe.core import RagpipeError
 from ragpipe.warehouse import connect
 
 

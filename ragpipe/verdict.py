@@ -20,10 +20,10 @@ import re
 from dataclasses import dataclass
 
 from ragpipe.answer import Answer
+from ragpipe.core import VERDICTS  # noqa: F401  (re-exported)
 from ragpipe.golden import GoldenTest
 from ragpipe.match import answer_matches, content_words, digits, numbers
 from ragpipe.refusal import Reading, read_answer
-from ragpipe.vocabulary import VERDICTS  # noqa: F401  (re-exported)
 
 IMPL_VERSION = "2"  # 2: refusal grammar, trap cited vs taken, number words and units (ragpipe.refusal, ragpipe.match)
 

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 import duckdb
 
-from ragpipe.errors import RagpipeError
+from ragpipe.core import RagpipeError
 
 MIGRATIONS_PACKAGE = "ragpipe.migrations"
 

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import duckdb
 
+from ragpipe.core import common_prefix
 from ragpipe.niah.haystack import Haystack, Tokenizer, build_haystack, load_tokenizer, place_needle, source_paragraphs
 from ragpipe.niah.needles import (
     Needle,
@@ -20,7 +21,6 @@ from ragpipe.niah.needles import (
 )
 from ragpipe.niah.settings import IMPL_VERSION, NiahSettings, haystack_dir, niah_settings, off_theme_dir, sub_seed
 from ragpipe.settings import Settings
-from ragpipe.text import common_prefix
 from ragpipe.warehouse import transaction
 
 Log = Callable[[str], None]
