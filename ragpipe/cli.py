@@ -609,7 +609,6 @@ def cmd_niah_report(args: argparse.Namespace) -> int:
 def _print_niah_report(settings: Settings, run_id: str | None) -> int:
     import json
 
-    from ragpipe.niah import niah_settings
     from ragpipe.niah.report import latest_run_id, render_text
     from ragpipe.warehouse import connect
 
@@ -619,7 +618,7 @@ def _print_niah_report(settings: Settings, run_id: str | None) -> int:
         if not row or not row[0]:
             print("no NIAH report yet; run `ragpipe niah run`", file=sys.stderr)
             return EXIT_INPUT
-        print(render_text(json.loads(row[0]), con, niah_settings(settings).effective_threshold))
+        print(render_text(json.loads(row[0]), con, settings.niah.effective_threshold))
     return 0
 
 

@@ -19,7 +19,6 @@ from conftest import answerer_section, write_settings
 
 from ragpipe.answer import ExtractiveAnswerer
 from ragpipe.niah import (
-    NEEDLE_TYPES,
     SCHEMAS,
     Haystack,
     Tokenizer,
@@ -28,7 +27,6 @@ from ragpipe.niah import (
     json_schema,
     load_tokenizer,
     make_needles,
-    niah_settings,
     place_needle,
     score_answer,
     score_reasoning,
@@ -36,7 +34,7 @@ from ragpipe.niah import (
     source_paragraphs,
     structured_prompt,
 )
-from ragpipe.settings import AnswererSettings, SettingsError, load_settings
+from ragpipe.settings import NEEDLE_TYPES, AnswererSettings, SettingsError, load_settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]
 
@@ -205,7 +203,7 @@ def test_trials_are_ordered_for_prefix_sharing(tmp_path: Path, tok: Tokenizer, f
         'methods = ["direct", "cite"]',
     )
     haystacks = {(1500, 0): filler, (1500, 1): build_haystack(source_paragraphs(CORPUS), 1500, 1, 7, tok)}
-    trials = build_trials(niah_settings(s), haystacks, tok)
+    trials = build_trials(s.niah, haystacks, tok)
     ordered = prefix_sharing_order(trials, haystacks)
     assert sorted(t.trial_id for t in ordered) == sorted(t.trial_id for t in trials) and len(trials) == 24
     assert [t.rep for t in ordered] == sorted(t.rep for t in trials)
@@ -223,12 +221,12 @@ def test_trials_are_ordered_for_prefix_sharing(tmp_path: Path, tok: Tokenizer, f
 
 def test_settings_section_is_parsed_and_checked(tmp_path: Path) -> None:
     s = _project(tmp_path, 'lengths = [4000, 1000]\ndepths = [50, 0]\nneedle_types = ["numeric"]')
-    ns = niah_settings(s)
+    ns = s.niah
     assert ns.lengths == (1000, 4000) and ns.depths == (0.0, 50.0) and ns.needle_types == ("numeric",)
     with pytest.raises(SettingsError, match="needle_types"):
-        niah_settings(_project(tmp_path / "b", 'needle_types = ["haiku"]'))
+        _project(tmp_path / "b", 'needle_types = ["haiku"]')  # when the settings file is loaded, like any section
     with pytest.raises(SettingsError, match="unknown key"):
-        niah_settings(_project(tmp_path / "c", "colour = 1"))
+        _project(tmp_path / "c", "colour = 1")
 
 
 def test_effective_length_and_positional_bias() -> None:
@@ -266,7 +264,7 @@ def test_overflow_is_labelled_not_scored_as_a_miss(tmp_path: Path, tok: Tokenize
         'lengths = [600, 1500]\ndepths = [0, 100]\nrepetitions = 1\nneedle_types = ["numeric"]\n'
         'subjects = ["full_context"]\nwindow = 1200',
     )
-    ns = niah_settings(s)
+    ns = s.niah
     docs = source_paragraphs(CORPUS)
     hs = {(n, 0): build_haystack(docs, n, 0, ns.seed, tok) for n in ns.lengths}
     trials = build_trials(ns, hs, tok)

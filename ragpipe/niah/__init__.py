@@ -1,6 +1,6 @@
 """Needle in a haystack: the long-context evaluation (docs/niah.md).
 
-settings ([niah] and seeds) -> haystack (token lengths, placement by depth) -> needles (types, distractors,
+sources (haystack directories, seeds) -> haystack (token lengths, placement by depth) -> needles (types, distractors,
 prompts) -> scoring; subjects.py answers and scores trials (window check included), run.py runs the grid (one stored
 row per finished trial, resume, progress), stats.py holds the intervals and flags, report.py the cells and summary,
 figures.py one figure per subject. This package namespace re-exports the pure parts (not subjects, run, report and
@@ -41,18 +41,7 @@ from ragpipe.niah.scoring import (
     score_reasoning,
     wrong_values,
 )
-from ragpipe.niah.settings import (
-    IMPL_VERSION,
-    METHODS,
-    NEEDLE_TYPES,
-    SUBJECTS,
-    TEXT_SUFFIXES,
-    NiahSettings,
-    haystack_dir,
-    niah_settings,
-    off_theme_dir,
-    sub_seed,
-)
+from ragpipe.niah.sources import IMPL_VERSION, TEXT_SUFFIXES, haystack_dir, off_theme_dir, sub_seed
 from ragpipe.niah.stats import NOT_ENOUGH, Estimate, wilson
 
 __all__ = [
@@ -61,13 +50,9 @@ __all__ = [
     "Estimate",
     "Haystack",
     "IMPL_VERSION",
-    "METHODS",
-    "NEEDLE_TYPES",
     "Needle",
-    "NiahSettings",
     "Placement",
     "Reasoning",
-    "SUBJECTS",
     "Score",
     "TEXT_SUFFIXES",
     "Tokenizer",
@@ -83,7 +68,6 @@ __all__ = [
     "locate_prompt",
     "make_needle",
     "make_needles",
-    "niah_settings",
     "off_theme_dir",
     "off_theme_generated",
     "place_needle",

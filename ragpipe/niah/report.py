@@ -11,7 +11,6 @@ from typing import Any
 import duckdb
 
 from ragpipe.niah.figures import subject_figure
-from ragpipe.niah.settings import niah_settings
 from ragpipe.niah.stats import NOT_ENOUGH, Estimate, bias_flags, effective_length, estimate, pooled
 from ragpipe.niah.trials import Log, noop
 from ragpipe.settings import Settings
@@ -73,7 +72,7 @@ def report(
 ) -> dict[str, Any]:
     """Per subject: every cell with n and intervals, effective length and bias flags per metric (supported by the
     intervals or "not enough trials"), reasoning apart from retrieval, and one combined figure."""
-    ns = niah_settings(settings)
+    ns = settings.niah
     run_id = run_id or latest_run_id(con)
     if run_id is None:
         raise RuntimeError("no finished NIAH run in the warehouse; run `ragpipe niah run` first")

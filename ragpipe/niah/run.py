@@ -21,7 +21,7 @@ import duckdb
 
 from ragpipe.answer import load_answerer
 from ragpipe.niah.haystack import Tokenizer, load_tokenizer
-from ragpipe.niah.settings import IMPL_VERSION, NiahSettings, haystack_dir, niah_settings
+from ragpipe.niah.sources import IMPL_VERSION, haystack_dir
 from ragpipe.niah.subjects import (
     DEFAULT_WINDOWS,
     PROMPT_OVERHEAD,
@@ -31,7 +31,7 @@ from ragpipe.niah.subjects import (
     window_counter,
 )
 from ragpipe.niah.trials import Log, Progress, Trial, build_trials, load_haystacks, noop, prefix_sharing_order
-from ragpipe.settings import Settings
+from ragpipe.settings import NiahSettings, Settings
 from ragpipe.warehouse import transaction
 
 __all__ = ["COLUMNS", "DEFAULT_WINDOWS", "PROMPT_OVERHEAD", "evaluate_subject", "new_run_id", "run_key", "run_trials"]
@@ -204,7 +204,7 @@ def run_trials(
     `trial_filter` may drop or rewrite trials (tests use it to mark prompts for the fake endpoint); `counter`
     replaces the window check's token counter (tests).
     """
-    ns = niah_settings(settings)
+    ns = settings.niah
     tok = load_tokenizer(ns.tokenizer)
     t0 = time.perf_counter()
     key, haystacks = load_haystacks(settings, con, run_id, log)

@@ -19,9 +19,8 @@ from ragpipe.answer import Answer, ExtractiveAnswerer
 from ragpipe.niah.haystack import Tokenizer
 from ragpipe.niah.needles import Needle, locate_prompt, reasoning_prompt, structured_prompt
 from ragpipe.niah.scoring import evidence_contains, extract_json, score_answer, score_reasoning
-from ragpipe.niah.settings import NiahSettings
 from ragpipe.niah.trials import Trial
-from ragpipe.settings import Settings
+from ragpipe.settings import NiahSettings, Settings
 
 DEFAULT_WINDOWS = {"openai": 128_000, "smollm2": 8_192, "extractive": 0}
 PROMPT_OVERHEAD = 64  # tokens of system prompt and framing around the haystack (named-tokenizer estimate only)

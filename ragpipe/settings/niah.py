@@ -1,4 +1,5 @@
-"""NIAH settings ([niah] in the settings file), where haystacks come from, and seeds derived per trial."""
+"""[niah]: the needle-in-a-haystack grid (docs/niah.md), every key optional; read and checked like any section, so a
+mistake in it is named when the settings file is loaded."""
 
 from __future__ import annotations
 
@@ -9,16 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragpipe.settings import Settings, SettingsError, _build
+from ragpipe.settings.base import SettingsError, build, table
 
 NEEDLE_TYPES = ("proper_noun", "numeric", "negative", "cross_sentence", "table_cell")
 METHODS = ("direct", "rewritten", "cite", "locate")
 SUBJECTS = ("retrieval", "full_context")
-TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".text")
-IMPL_VERSION = "1"  # bump when haystacks, needles, questions or scoring change what they produce
 
 
-# --------------------------------------------------------------------------------------------------- settings
 @dataclass(frozen=True)
 class NiahSettings:
     """The [niah] section of ragpipe.toml (every key optional)."""
@@ -46,14 +44,18 @@ class NiahSettings:
         return hashlib.sha256(json.dumps(dataclasses.asdict(self), sort_keys=True).encode()).hexdigest()[:10]
 
 
-def niah_settings(settings: Settings) -> NiahSettings:
-    """Parse and validate the raw [niah] table kept by ragpipe.settings."""
-    raw = dict(getattr(settings, "niah", {}) or {})
+def read(value: Any, source: Path) -> NiahSettings:
+    """The [niah] table, checked, with its lengths and depths sorted and each listed once."""
+    raw = table(value, "niah", source)
     for key in ("lengths", "depths"):
         if key in raw and isinstance(raw[key], list):
             raw[key] = [float(v) if key == "depths" else v for v in raw[key]]
-    ns: NiahSettings = _build(NiahSettings, raw, "niah", settings.source)
-    src = settings.source
+    ns: NiahSettings = build(NiahSettings, raw, "niah", source)
+    check(ns, source)
+    return dataclasses.replace(ns, lengths=tuple(sorted(set(ns.lengths))), depths=tuple(sorted(set(ns.depths))))
+
+
+def check(ns: NiahSettings, src: Path) -> None:
     bad = set(ns.needle_types) - set(NEEDLE_TYPES)
     if bad:
         raise SettingsError(
@@ -73,23 +75,3 @@ def niah_settings(settings: Settings) -> NiahSettings:
         raise SettingsError(f"{src}: [niah].off_theme_ratio must be in [0, 1)")
     if ns.on_overflow not in ("skip", "truncate"):
         raise SettingsError(f"{src}: [niah].on_overflow must be skip or truncate")
-    return dataclasses.replace(ns, lengths=tuple(sorted(set(ns.lengths))), depths=tuple(sorted(set(ns.depths))))
-
-
-def haystack_dir(settings: Settings, ns: NiahSettings) -> Path:
-    if not ns.haystack_dir:
-        return settings.corpus.dir
-    p = Path(ns.haystack_dir).expanduser()
-    return p if p.is_absolute() else settings.root / p
-
-
-def off_theme_dir(settings: Settings, ns: NiahSettings) -> Path | None:
-    if not ns.off_theme_dir:
-        return None
-    p = Path(ns.off_theme_dir).expanduser()
-    return p if p.is_absolute() else settings.root / p
-
-
-def sub_seed(*parts: Any) -> int:
-    """A stable 63-bit seed from any parts (Python's hash() is salted per process; this is not)."""
-    return int(hashlib.sha256("\x00".join(map(str, parts)).encode()).hexdigest()[:15], 16)
