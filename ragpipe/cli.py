@@ -451,7 +451,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 
 def _print_sql(settings: Settings, query: str, args: argparse.Namespace) -> None:
-    from ragpipe.sql import format_rows, run_sql
+    from ragpipe.warehouse import format_rows, run_sql
 
     result = run_sql(settings.duckdb_path, query, wait_s=args.wait)
     if result.columns:
@@ -477,8 +477,7 @@ def _sql_prompt(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ragpipe.export import MANIFEST, Exported, export_warehouse
-    from ragpipe.warehouse import connect
+    from ragpipe.warehouse import MANIFEST, Exported, connect, export_warehouse
 
     settings = _settings(args)
     names = [n.strip() for n in args.tables.split(",") if n.strip()] if args.tables else None

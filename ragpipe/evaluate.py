@@ -15,12 +15,11 @@ from ragpipe.answer import Answer, load_answerer
 from ragpipe.core import VERDICTS
 from ragpipe.embed import Embedder, load_embedder
 from ragpipe.golden import GoldenProblem, GoldenSetError, GoldenTest, check_quotes, load_golden
-from ragpipe.objstore import ObjectStoreError
 from ragpipe.restamp import ChunkSpan, Restamper
 from ragpipe.retrieve import metrics, retrieve_many
 from ragpipe.settings import Settings
 from ragpipe.verdict import decide
-from ragpipe.warehouse import insert_rows, transaction
+from ragpipe.warehouse import ObjectStoreError, insert_rows, transaction
 
 Log = Callable[[str], None]
 

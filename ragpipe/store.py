@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragpipe.embed import Embedder, Progress
-from ragpipe.objstore import explain, lance_storage_options
 from ragpipe.settings import S3Settings, Settings, is_remote_uri
+from ragpipe.warehouse import explain, lance_storage_options
 
 
 def table_name(embedder_tag: str) -> str:

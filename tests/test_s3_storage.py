@@ -235,8 +235,7 @@ def test_export_to_s3_round_trips_every_table_and_view(s3_run: tuple[Project, st
 def test_interrupted_export_leaves_no_complete_looking_file(
     s3_run: tuple[Project, str], s3: S3Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragpipe.export import export_warehouse
-    from ragpipe.warehouse import connect
+    from ragpipe.warehouse import connect, export_warehouse
 
     p, _ = s3_run
     calls: list[int] = []

@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 
 from ragpipe.core import RagpipeError
-from ragpipe.warehouse import connect
+from ragpipe.warehouse.db import connect
 
 
 def _cell(v: Any) -> Any:

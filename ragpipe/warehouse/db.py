@@ -13,7 +13,7 @@ import duckdb
 
 from ragpipe.core import RagpipeError
 
-MIGRATIONS_PACKAGE = "ragpipe.migrations"
+MIGRATIONS_PACKAGE = "ragpipe.warehouse.migrations"
 
 # How the warehouse file is written. Parsing commits one document at a time and DuckDB checkpoints every 16 MB of
 # log; by default each checkpoint merged the small row groups written since the last one into what came before
@@ -31,7 +31,7 @@ class WarehouseBusy(RagpipeError, RuntimeError):
 
 
 def migrations() -> list[tuple[int, str, str]]:
-    """(number, name, sql) for every ragpipe/migrations/NNN_name.sql, in order."""
+    """(number, name, sql) for every ragpipe/warehouse/migrations/NNN_name.sql, in order."""
     found = []
     for entry in resources.files(MIGRATIONS_PACKAGE).iterdir():
         m = re.fullmatch(r"(\d{3})_(\w+)\.sql", entry.name)

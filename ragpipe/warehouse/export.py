@@ -20,8 +20,8 @@ from typing import Any, Callable
 import duckdb
 
 from ragpipe.core import RagpipeError
-from ragpipe.objstore import ObjectStoreError, explain, no_such_bucket, pyarrow_filesystem, split_uri
 from ragpipe.settings import Settings, check_s3_uri, is_remote_uri
+from ragpipe.warehouse.objstore import ObjectStoreError, explain, no_such_bucket, pyarrow_filesystem, split_uri
 
 MANIFEST = "_manifest.json"
 BATCH_ROWS = 65_536
