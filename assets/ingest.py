@@ -10,7 +10,7 @@ import dagster as dg
 
 from assets.automation import RAGPIPE_CONDITION
 from assets.resources import RagpipeResource
-from ragpipe import embed, ingest, parse_shard, shard
+from ragpipe import embed, ingest, parse_shard
 from ragpipe.core import usable_cpus
 from ragpipe.settings import Settings
 from ragpipe.versions import code_version
@@ -198,7 +198,7 @@ def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.Asse
             _prepare_embedder(context, s)
             with ragpipe.warehouse() as con:
                 metadata, version = _embeddings_output(
-                    s, con, ingest.embed_chunks(s, con, context.run.run_id, log=context.log.info)
+                    s, con, embed.embed_chunks(s, con, context.run.run_id, log=context.log.info)
                 )
             return dg.MaterializeResult(metadata=metadata, data_version=version)
 
@@ -210,7 +210,7 @@ def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.Asse
         s = ragpipe.settings()
         _prepare_embedder(context, s)
         with ragpipe.warehouse() as con:
-            return shard.plan(s, con, shards, log=context.log.info)["stage"]
+            return embed.plan_embed_shards(s, con, shards, log=context.log.info)["stage"]
 
     def shard_op(i: int) -> dg.OpDefinition:
         @dg.op(name=f"embed_shard_{i}", tags={"ragpipe/shard": f"{i}/{shards}"})
@@ -219,7 +219,7 @@ def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.Asse
             # Shards of one run share this machine's cores under the multiprocess executor; on a cluster executor
             # each step has its own machine: RAGPIPE_SHARD_THREADS says so.
             threads = int(os.environ.get("RAGPIPE_SHARD_THREADS") or max(1, usable_cpus() // shards))
-            stats = shard.embed_shard(ragpipe.settings(), Path(stage), i, shards, log=context.log.info, threads=threads)
+            stats = embed.embed_shard(ragpipe.settings(), Path(stage), i, shards, log=context.log.info, threads=threads)
             context.add_output_metadata({**stats, "threads": threads, "pid": os.getpid()})
             return stage
 
@@ -230,7 +230,7 @@ def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.Asse
         """Every shard's vectors into the LanceDB table (content-hash sync: any order gives the same table)."""
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
-            stats = shard.merge(s, con, context.run.run_id, Path(stages[0]), shards, log=context.log.info)
+            stats = embed.merge_embed_shards(s, con, context.run.run_id, Path(stages[0]), shards, log=context.log.info)
             metadata, version = _embeddings_output(s, con, stats)
         return dg.Output(None, metadata=metadata, data_version=version)
 

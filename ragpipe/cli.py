@@ -158,9 +158,9 @@ def _check_store(settings: Settings) -> None:
     """Fail before running the graph when the object store is unusable (missing bucket, dead endpoint), rather than
     after parsing the whole corpus; raises ObjectStoreError naming the URI and what to do."""
     if settings.lancedb_is_remote:
-        from ragpipe import store
+        from ragpipe.embed import open_store
 
-        store.open_store(settings)
+        open_store(settings)
 
 
 def _bring_up_to_date(args: argparse.Namespace, trigger: str) -> list[str]:

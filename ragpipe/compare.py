@@ -20,9 +20,9 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
-from ragpipe import evaluate, ingest, store
+from ragpipe import evaluate, ingest
 from ragpipe.core import VERDICTS
-from ragpipe.embed import embedder_tag
+from ragpipe.embed import embed_chunks, embedder_tag, open_store, table_name
 from ragpipe.settings import STAGE_SECTIONS, Settings, SettingsError, settings_from_dict
 from ragpipe.warehouse import connect, migrate, transaction
 
@@ -185,12 +185,12 @@ def _seed(current: Settings, candidate: Settings, scratch: Any, log: Log) -> dic
         scratch.unregister("seed")
         reused["chunks"] = f"copied ({chunks.num_rows} chunks of {candidate.chunker_tag})"
     emb_tag = _embedder_tag(candidate)
-    src = store.open_store(current)
-    if store.table_name(emb_tag) in src.table_names():
-        table = src.open_table(store.table_name(emb_tag))
+    src = open_store(current)
+    if table_name(emb_tag) in src.table_names():
+        table = src.open_table(table_name(emb_tag))
         vectors: pa.Table = table.to_arrow()
-        dst = store.open_store(candidate)
-        dst.create_table(store.table_name(emb_tag), data=vectors, mode="overwrite")
+        dst = open_store(candidate)
+        dst.create_table(table_name(emb_tag), data=vectors, mode="overwrite")
         reused["embeddings"] = f"{vectors.num_rows} vectors of {emb_tag} copied (only new chunk texts are embedded)"
     for what, how in reused.items():
         log(f"compare: {what} {how}")
@@ -217,7 +217,7 @@ def run_comparison(current: Settings, candidate: Settings, log: Log = _noop, kee
             migrate(con)
             reused = _seed(current, cand, con, log)
             ingest.chunk_documents(cand, con, comparison_id, log=log)
-            ingest.embed_chunks(cand, con, comparison_id, log=log)
+            embed_chunks(cand, con, comparison_id, log=log)
             evaluate.load_golden_stage(cand, con, comparison_id, log=log)
             evaluate.stamp_stage(cand, con, comparison_id, log=log)
             evaluate.retrieve_stage(cand, con, comparison_id, trigger="compare", log=log)

@@ -10,10 +10,10 @@ from typing import Any, Callable
 
 import duckdb
 
-from ragpipe import judge, store
+from ragpipe import judge
 from ragpipe.answer import Answer, load_answerer
 from ragpipe.core import VERDICTS
-from ragpipe.embed import Embedder, load_embedder
+from ragpipe.embed import Embedder, ensure_vector_index, load_embedder, open_store, open_table, table_name
 from ragpipe.golden import GoldenProblem, GoldenSetError, GoldenTest, check_quotes, load_golden
 from ragpipe.restamp import ChunkSpan, Restamper
 from ragpipe.retrieve import metrics, retrieve_many
@@ -178,18 +178,18 @@ def retrieve_stage(
     emb = embedder or load_embedder(settings.embedder, settings.models_dir)
     tests = golden_tests(con)
     anchors = current_anchors(con, settings.chunker_tag)
-    table = store.open_table(store.open_store(settings), emb.tag, emb.dims)
+    table = open_table(open_store(settings), emb.tag, emb.dims)
     mirrored = con.execute("SELECT count(*) FROM embeddings WHERE embedder_tag = ?", [emb.tag]).fetchone()[0]
     if mirrored and not table.count_rows():
         # The store was moved (a new [warehouse].lancedb_uri) or emptied: the location is not part of any code
         # version, so nothing looks stale; retrieving from an empty table would turn every test into did_not_run.
         raise ObjectStoreError(
-            f"the LanceDB table {store.table_name(emb.tag)} in {settings.lancedb_uri} is empty, but the warehouse "
+            f"the LanceDB table {table_name(emb.tag)} in {settings.lancedb_uri} is empty, but the warehouse "
             f"records {mirrored} vectors under embedder {emb.tag}; run `ragpipe ingest` to embed into this store "
             f"(or copy the old store there)"
         )
     k, mode = settings.retriever.k, settings.retriever.mode
-    vector_index = store.ensure_vector_index(table, settings.retriever.ann_min_rows, log=log)
+    vector_index = ensure_vector_index(table, settings.retriever.ann_min_rows, log=log)
     questions = [t.question for t in tests]
     vectors = emb.encode(questions) if mode != "fts" and tests else None
     ranked = retrieve_many(table, mode, k, questions, vectors, settings.retriever.nprobes) if tests else []

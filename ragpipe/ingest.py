@@ -1,4 +1,4 @@
-"""The ingestion stages over the warehouse: corpus -> documents -> chunks -> embeddings, each incremental.
+"""The ingestion stages over the warehouse: corpus -> documents -> chunks, each incremental (embeddings: ragpipe.embed).
 
 Each function does the work of one Dagster asset and returns the figures its materialization reports.
 """
@@ -8,17 +8,14 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import duckdb
-import pyarrow as pa
 
-from ragpipe import store
 from ragpipe.chunk import Chunk, chunk_document
 from ragpipe.corpus import scan_corpus
-from ragpipe.embed import Embedder, LazyEmbedder
 from ragpipe.parse import (
     ParseError,
     ParserUnavailable,
@@ -30,7 +27,7 @@ from ragpipe.parse import (
 )
 from ragpipe.parse_pool import ParserPool, failed_under_lower_limits, isolation_available, parser_workers, shared_pool
 from ragpipe.settings import Settings
-from ragpipe.warehouse import drop_block_cache, transaction
+from ragpipe.warehouse import drop_block_cache, record_stage, transaction
 
 Log = Callable[[str], None]
 # Documents parsed or chunked between two drops of DuckDB's block cache (ragpipe.warehouse.drop_block_cache).
@@ -39,15 +36,6 @@ CACHE_EVERY_DOCS = 50
 
 def _noop(msg: str) -> None:
     pass
-
-
-def _record_stage(
-    con: duckdb.DuckDBPyConnection, run_id: str, stage: str, tag: str | None, t0: float, stats: dict[str, Any]
-) -> None:
-    con.execute(
-        "INSERT INTO stage_runs VALUES (?, ?, ?, to_timestamp(?), ?, ?)",
-        [run_id, stage, tag, t0, time.time() - t0, json.dumps(stats, sort_keys=True)],
-    )
 
 
 def sync_corpus(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop) -> dict[str, Any]:
@@ -73,7 +61,7 @@ def sync_corpus(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str,
             "problems": len(scan.problems),
             "manifest_sha256": scan.manifest_digest(),
         }
-        _record_stage(con, run_id, "corpus", None, t0, stats)
+        record_stage(con, run_id, "corpus", None, t0, stats)
     for p in scan.problems:
         log(f"corpus: skipped {p.message}")
     return stats
@@ -233,7 +221,7 @@ def documents_stats(
         "unchanged": unchanged,
         "ingest_errors": errors,
     }
-    _record_stage(con, run_id, "documents", None, t0, stats)
+    record_stage(con, run_id, "documents", None, t0, stats)
     return stats
 
 
@@ -336,7 +324,7 @@ def chunk_documents(
         "removed_documents": len(gone),
     }
     log(f"chunks [{tag}]: {total[0]} chunks over {total[1]} documents ({len(todo)} documents chunked this run)")
-    _record_stage(con, run_id, "chunks", tag, t0, stats)
+    record_stage(con, run_id, "chunks", tag, t0, stats)
     return stats
 
 
@@ -347,100 +335,6 @@ def current_chunks(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> list[Chu
         [chunker_tag],
     ).fetchall()
     return [Chunk(*r) for r in rows]
-
-
-def current_chunk_keys(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> pa.Table:
-    """Every current chunk without its text, as Arrow columns (the embedding diff needs ids and hashes only)."""
-    # con.sql, not con.execute: Arrow from a DB-API result is an extra copy of every row (DuckDB warns about it).
-    keys = con.sql(
-        "SELECT chunk_id, doc_id, content_hash FROM chunks WHERE chunker_tag = ? ORDER BY doc_id, seq",
-        params=[chunker_tag],
-    ).to_arrow_table()
-    drop_block_cache(con)
-    return keys
-
-
-def chunk_text_loader(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> store.TextLoader:
-    """Texts of a slice of chunks (ids and their documents), fetched when that slice is embedded."""
-
-    def load(ids: list[str], doc_ids: list[str]) -> dict[str, str]:
-        # The documents' range lets DuckDB skip the row groups outside it (chunks are written in document order):
-        # at 87k chunks a slice of 1,024 read 4.8 MB of blocks instead of 38 MB, 5.6x faster (one-off measurement).
-        rows = con.execute(
-            "SELECT chunk_id, text FROM chunks WHERE chunker_tag = ? AND doc_id BETWEEN ? AND ? "
-            "AND chunk_id IN (SELECT unnest(?))",
-            [chunker_tag, min(doc_ids), max(doc_ids), ids],
-        ).fetchall()
-        drop_block_cache(con)  # one slice's blocks at a time, not every chunk's text by the end of the stage
-        return dict(rows)
-
-    return load
-
-
-def embed_chunks(
-    settings: Settings,
-    con: duckdb.DuckDBPyConnection,
-    run_id: str,
-    log: Log = _noop,
-    embedder: Embedder | None = None,
-    precomputed: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Bring the embedder's LanceDB table in line with the current chunks, embedding only unseen content.
-
-    `precomputed` (content hash -> vector) comes from embedding shards (ragpipe.shard); whatever it lacks is embedded here.
-    """
-    t0 = time.time()
-    # Loaded only if something needs embedding: a run with no new text never loads (or builds) a model.
-    emb = embedder or LazyEmbedder(settings.embedder, settings.models_dir)
-
-    last = [0.0]
-
-    def progress(done: int, total: int, secs: float) -> None:
-        if done == total or secs - last[0] >= 5:
-            last[0] = secs
-            log(f"embed [{emb.tag}]: {done}/{total} chunks, {done / max(secs, 1e-9):.1f} chunks/s")
-
-    db = store.open_store(settings)
-    # The keys are passed, not kept: nothing of corpus size outlives the sync (the full-text index build follows).
-    table, sync = store.sync_vectors(
-        db,
-        emb,
-        current_chunk_keys(con, settings.chunker_tag),
-        run_id,
-        progress=progress,
-        log=log,
-        precomputed=precomputed,
-        load_texts=chunk_text_loader(con, settings.chunker_tag),
-    )
-    if getattr(emb, "built", False):  # the ONNX export or static distillation of a fresh machine: say so once
-        log(f"embedder {emb.tag}: model built under {settings.models_dir} during this run (later runs reuse it)")
-    store.ensure_fts_index(table, changed=sync.current != sync.kept or sync.deleted > 0)
-    # Mirror the table into DuckDB in one transaction, recomputed from LanceDB itself (crash-safe).
-    # Streamed as Arrow batches, never Python rows nor the whole table at once.
-    mirror = (
-        store.table_batches(table, ["chunk_id", "content_hash", "n_tokens", "run_id"]) if table.count_rows() else None
-    )
-    with transaction(con):
-        con.execute("DELETE FROM embeddings WHERE embedder_tag = ?", [emb.tag])
-        if mirror is not None:
-            con.register("lancedb_mirror", mirror)
-            try:
-                con.execute(
-                    "INSERT INTO embeddings SELECT ?, ?, chunk_id, content_hash, n_tokens, run_id FROM lancedb_mirror",
-                    [emb.tag, settings.chunker_tag],
-                )
-            finally:
-                con.unregister("lancedb_mirror")
-        stats = {
-            "embedder_tag": emb.tag,
-            "lancedb_table": store.table_name(emb.tag),
-            "dims": store.table_dims(table),
-            **asdict(sync),
-            "vectors": table.count_rows(),
-        }
-        _record_stage(con, run_id, "embeddings", emb.tag, t0, stats)
-    drop_block_cache(con)  # the mirror's blocks: a connection kept for later work does not carry them
-    return stats
 
 
 def summary(con: duckdb.DuckDBPyConnection, settings: Settings) -> str:

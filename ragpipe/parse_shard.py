@@ -31,7 +31,6 @@ from ragpipe.core import RagpipeError
 from ragpipe.ingest import ParseResult, documents_stats, documents_todo, parse_one, record_parses, remove_documents
 from ragpipe.parse_pool import ParserPool, isolation_available, parser_workers
 from ragpipe.settings import Settings
-from ragpipe.shard import shard_of
 
 Log = Callable[[str], None]
 
@@ -42,6 +41,11 @@ def _noop(_: str) -> None:
 
 class StagingError(RagpipeError):
     """A staging directory that does not match the warehouse or lacks a shard's results; the message says what to do."""
+
+
+def shard_of(doc_id: str, shards: int) -> int:
+    """A static partition of documents: the same document lands in the same shard on every machine and run."""
+    return int.from_bytes(hashlib.sha256(doc_id.encode("utf-8")).digest()[:8], "big") % shards
 
 
 def _work_file(stage: Path, i: int, n: int) -> Path:

@@ -25,7 +25,7 @@ import pytest
 from conftest import ROOT, Project, make_project
 from faultkit import copy_project, evaluated_base, python_env, ragpipe_cli
 
-from ragpipe import store
+from ragpipe.embed import store
 from ragpipe.settings import SettingsError, settings_from_dict
 from ragpipe.versions import code_version
 

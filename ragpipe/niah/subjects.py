@@ -1,7 +1,7 @@
 """NIAH subjects: where a trial's context comes from, the window check, and answering and scoring a slice of trials.
 
 - retrieval: the haystack is chunked (ragpipe.chunk with the [chunker] settings), embedded into LanceDB
-  (ragpipe.store.sync_vectors: unchanged chunks are never re-embedded), top-k retrieved ([retriever]) and answered.
+  (ragpipe.embed.sync_vectors: unchanged chunks are never re-embedded), top-k retrieved ([retriever]) and answered.
 - full_context: the whole haystack goes to the answerer; a prompt beyond the subject's window is labelled overflow
   (or truncated) and never scored as a miss. The window check counts the prompt as the model will see it with the
   model's own tokenizer when the answerer has one (`count_prompt_tokens`, SmolLM2), else with the named tokenizer
@@ -34,15 +34,14 @@ class RetrievalContexts:
     """Chunk, embed (reusing vectors by content hash) and retrieve over one trial haystack at a time."""
 
     def __init__(self, settings: Settings, run_id: str):
-        from ragpipe import store
-        from ragpipe.embed import load_embedder
+        from ragpipe import embed
 
         self.settings = settings
         self.run_id = run_id
-        self.emb = load_embedder(settings.embedder, settings.models_dir)
+        self.emb = embed.load_embedder(settings.embedder, settings.models_dir)
         # Scratch tables for the trial haystacks: always local, whatever [warehouse].lancedb_uri says (they are
         # rebuilt per trial and never read by anything else).
-        self.db = store.connect(settings.warehouse_dir / "niah" / "lancedb")
+        self.db = embed.connect(settings.warehouse_dir / "niah" / "lancedb")
         self.mode, self.k = settings.retriever.mode, settings.retriever.k
         self._cache: tuple[str, Any, dict[str, str]] | None = None
 
@@ -59,14 +58,14 @@ class RetrievalContexts:
 
     def _prepare(self, text: str) -> tuple[Any, dict[str, str]]:
         """Chunk and embed one haystack (cached: the methods of one needle share it)."""
-        from ragpipe import store
+        from ragpipe import embed
 
         key = hashlib.sha256(text.encode()).hexdigest()
         if self._cache is None or self._cache[0] != key:
             chunks = self.chunks(text)
-            table, _ = store.sync_vectors(self.db, self.emb, chunks, self.run_id)
+            table, _ = embed.sync_vectors(self.db, self.emb, chunks, self.run_id)
             if self.mode != "vector":
-                store.ensure_fts_index(table)
+                embed.ensure_fts_index(table)
             self._cache = (key, table, {c.chunk_id: c.text for c in chunks})
         return self._cache[1], self._cache[2]
 

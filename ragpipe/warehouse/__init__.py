@@ -12,6 +12,7 @@ _EXPORTS = {
         "transaction",
         "drop_block_cache",
         "insert_rows",
+        "record_stage",
     ],
     "objstore": [
         "ObjectStoreError",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from contextlib import contextmanager
@@ -173,3 +174,13 @@ def insert_rows(
         con.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(exprs)} FROM _insert_rows")
     finally:
         con.unregister("_insert_rows")
+
+
+def record_stage(
+    con: duckdb.DuckDBPyConnection, run_id: str, stage: str, tag: str | None, t0: float, stats: dict[str, Any]
+) -> None:
+    """One stage's run in stage_runs: which run, the tag it ran under, when, how long, and its figures."""
+    con.execute(
+        "INSERT INTO stage_runs VALUES (?, ?, ?, to_timestamp(?), ?, ?)",
+        [run_id, stage, tag, t0, time.time() - t0, json.dumps(stats, sort_keys=True)],
+    )

@@ -1,13 +1,15 @@
 """Sharded embedding: new texts split by a static hash of their document, embedded independently, merged in any order.
 
-    plan         (the one DuckDB writer)  which texts need a vector, one work file per shard
-    embed_shard  (any process or machine that sees the staging directory)  that shard's vectors, written atomically
-    merge        (the one DuckDB writer)  every shard's vectors into the LanceDB table through the same content-hash
-                 sync as unsharded embedding, so the table is identical whatever the number or order of shards
+    plan_embed_shards   (the one DuckDB writer)  which texts need a vector, one work file per shard
+    embed_shard         (any process or machine that sees the staging directory)  that shard's vectors, written
+                        atomically
+    merge_embed_shards  (the one DuckDB writer)  every shard's vectors into the LanceDB table through the same
+                        content-hash sync as unsharded embedding, so the table is identical whatever the number or
+                        order of shards
 
-A vector depends on its text alone (see ragpipe.embed), so which shard embedded a text does not matter. The staging
-directory is named after the plan's content: a run killed after some shards finished is resumed by the next run with
-the same plan, which re-embeds only the shards that have no vectors file yet.
+A vector depends on its text alone (see ragpipe.embed.embedders), so which shard embedded a text does not matter. The
+staging directory is named after the plan's content: a run killed after some shards finished is resumed by the next run
+with the same plan, which re-embeds only the shards that have no vectors file yet.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ragpipe import store
-from ragpipe.embed import Embedder, LazyEmbedder, load_embedder
+from ragpipe.embed import store
+from ragpipe.embed.embedders import Embedder, LazyEmbedder, load_embedder
+from ragpipe.embed.stage import chunk_text_loader, current_chunk_keys, embed_chunks
+from ragpipe.parse_shard import shard_of
 from ragpipe.settings import Settings
 
 Log = Callable[[str], None]
@@ -35,11 +39,6 @@ Log = Callable[[str], None]
 
 def _noop(_: str) -> None:
     pass
-
-
-def shard_of(doc_id: str, shards: int) -> int:
-    """A static partition of documents: the same document lands in the same shard on every machine and run."""
-    return int.from_bytes(hashlib.sha256(doc_id.encode("utf-8")).digest()[:8], "big") % shards
 
 
 def _work_file(stage: Path, i: int, n: int) -> Path:
@@ -59,12 +58,10 @@ def _atomic_parquet(path: Path, schema: pa.Schema) -> Iterator[pq.ParquetWriter]
     os.replace(tmp, path)
 
 
-def plan(
+def plan_embed_shards(
     settings: Settings, con: duckdb.DuckDBPyConnection, shards: int, log: Log = _noop, embedder: Embedder | None = None
 ) -> dict[str, Any]:
     """Write one work file per shard with the texts that have no vector yet; returns the staging directory and counts."""
-    from ragpipe.ingest import chunk_text_loader, current_chunk_keys
-
     emb = embedder or LazyEmbedder(settings.embedder, settings.models_dir)  # the plan needs the tag, not the model
     table = store.open_table(store.open_store(settings), emb.tag, lambda: emb.dims)
     fresh = [
@@ -156,7 +153,7 @@ def staged_vectors(stage: Path, shards: int, order: list[int] | None = None) -> 
     return vectors
 
 
-def merge(
+def merge_embed_shards(
     settings: Settings,
     con: duckdb.DuckDBPyConnection,
     run_id: str,
@@ -167,8 +164,6 @@ def merge(
     order: list[int] | None = None,
 ) -> dict[str, Any]:
     """Sync the table with the current chunks using the staged vectors, then drop the staging directory."""
-    from ragpipe.ingest import embed_chunks
-
     vectors = staged_vectors(stage, shards, order)
     stats = embed_chunks(settings, con, run_id, log=log, embedder=embedder, precomputed=vectors)
     shutil.rmtree(stage, ignore_errors=True)

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragpipe.embed import Embedder, Progress
+from ragpipe.embed.embedders import Embedder, Progress
 from ragpipe.settings import S3Settings, Settings, is_remote_uri
 from ragpipe.warehouse import explain, lance_storage_options
 

@@ -15,9 +15,7 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from ragpipe.core import usable_cpus
-from ragpipe.model_build import (  # noqa: F401  (ONNX_BUILDS, build_minilm_onnx, minilm_path: re-exported)
-    ONNX_BUILDS,
-    ONNX_FILE,
+from ragpipe.embed.model_build import (
     build_minilm_onnx,
     build_minilm_static,
     max_seq_length,
@@ -25,7 +23,6 @@ from ragpipe.model_build import (  # noqa: F401  (ONNX_BUILDS, build_minilm_onnx
     onnx_fingerprints,
     st_tag,
     static_fingerprint,
-    weights_fingerprint,
 )
 from ragpipe.settings import EmbedderSettings
 
