@@ -10,7 +10,7 @@ import dagster as dg
 
 from assets.automation import RAGPIPE_CONDITION
 from assets.resources import RagpipeResource
-from ragpipe import embed, ingest, parse_shard
+from ragpipe import embed, ingest
 from ragpipe.core import usable_cpus
 from ragpipe.settings import Settings
 from ragpipe.versions import code_version
@@ -100,7 +100,7 @@ def _documents_output(con: Any, stats: dict[str, Any]) -> tuple[dict[str, Any], 
 
 
 def build_documents(settings: Settings, corpus: dg.AssetsDefinition) -> dg.AssetsDefinition:
-    """One step, or with [scale].parse_shards > 1 a plan -> N shard steps -> merge graph (ragpipe.parse_shard)."""
+    """One step, or with [scale].parse_shards > 1 a plan -> N shard steps -> merge graph (ragpipe.ingest.parse_shards)."""
     common = dict(
         name="documents",
         group_name=GROUP,
@@ -126,7 +126,7 @@ def build_documents(settings: Settings, corpus: dg.AssetsDefinition) -> dg.Asset
     def parse_plan(context: dg.OpExecutionContext, ragpipe: RagpipeResource) -> str:
         """Which files need parsing, one work file per shard (reads DuckDB)."""
         with ragpipe.warehouse() as con:
-            return parse_shard.plan(ragpipe.settings(), con, shards, log=context.log.info)["stage"]
+            return ingest.plan_parse_shards(ragpipe.settings(), con, shards, log=context.log.info)["stage"]
 
     def shard_op(i: int) -> dg.OpDefinition:
         @dg.op(name=f"parse_shard_{i}", tags={"ragpipe/shard": f"{i}/{shards}"})
@@ -135,7 +135,7 @@ def build_documents(settings: Settings, corpus: dg.AssetsDefinition) -> dg.Asset
             # Shards of one run share this machine's cores and memory under the multiprocess executor; on a cluster
             # executor each step has its own machine: RAGPIPE_SHARD_WORKERS says how many parser processes it runs.
             workers = int(os.environ.get("RAGPIPE_SHARD_WORKERS") or 0)
-            stats = parse_shard.parse_shard(
+            stats = ingest.parse_shard(
                 ragpipe.settings(), Path(stage), i, shards, log=context.log.info, workers=workers
             )
             context.add_output_metadata({**stats, "pid": os.getpid()})
@@ -147,7 +147,7 @@ def build_documents(settings: Settings, corpus: dg.AssetsDefinition) -> dg.Asset
     def parse_merge(context: dg.OpExecutionContext, ragpipe: RagpipeResource, stages: list[str]) -> dg.Output:
         """Every shard's results into DuckDB in path order (the same rows whatever the shard count or order)."""
         with ragpipe.warehouse() as con:
-            stats = parse_shard.merge(
+            stats = ingest.merge_parse_shards(
                 ragpipe.settings(), con, context.run.run_id, Path(stages[0]), shards, log=context.log.info
             )
             metadata, version = _documents_output(con, stats)

@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, ROOT, machine, write_json  # noqa: E402
 
 from ragpipe import metrics, retrieve, store  # noqa: E402
-from ragpipe.chunk import Chunk, content_hash  # noqa: E402
 from ragpipe.embed import Embedder, load_embedder  # noqa: E402
+from ragpipe.ingest import Chunk, content_hash  # noqa: E402
 from ragpipe.settings import EmbedderSettings  # noqa: E402
 
 DEFAULT_DATA = (ROOT / ".." / "shared" / "data" / "cranfield" / "beir_format").resolve()

@@ -48,7 +48,7 @@ def pdfminer_text(path: Path) -> int:
 
 
 def ragpipe_engine(engine: str) -> Callable[[Path], int]:
-    from ragpipe.parse import parse_file
+    from ragpipe.ingest import parse_file
 
     return lambda path: len(parse_file(path, pdf_engine=engine, timeout_s=0).text)
 

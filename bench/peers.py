@@ -161,7 +161,7 @@ def make_embedder(models_dir: Path, batch_size: int) -> Counting:
 
 def parse_all(corpus: Path, files: list[str], phases: dict[str, float], stats: dict[str, Any]):
     """Yield (relative path, document text) for every file, parsed by ragpipe's worker pool; failures are skipped."""
-    from ragpipe.parse_pool import shared_pool
+    from ragpipe.ingest import shared_pool
 
     pool = shared_pool()
     ok = failed = 0

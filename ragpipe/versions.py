@@ -1,14 +1,16 @@
 """Each stage's Dagster code version: the implementation version its own module declares, plus a hash of its own
 settings section (Settings.stage_hash), so changing one stage's code or settings marks exactly that stage stale."""
 
-from ragpipe import answer, chunk, corpus, embed, parse, restamp, retrieve, verdict
+from ragpipe import answer, restamp, retrieve, verdict
+from ragpipe.embed import IMPL_VERSION as EMBEDDER_VERSION
+from ragpipe.ingest import CHUNKER_VERSION, CORPUS_VERSION, PARSER_VERSION
 from ragpipe.settings import JUDGE_PROMPT_VERSION, Settings
 
 IMPL_VERSIONS = {
-    "corpus": corpus.IMPL_VERSION,
-    "parser": parse.IMPL_VERSION,
-    "chunker": chunk.IMPL_VERSION,
-    "embedder": embed.IMPL_VERSION,
+    "corpus": CORPUS_VERSION,
+    "parser": PARSER_VERSION,
+    "chunker": CHUNKER_VERSION,
+    "embedder": EMBEDDER_VERSION,
     "golden": restamp.IMPL_VERSION,
     "retriever": retrieve.IMPL_VERSION,
     "answerer": answer.IMPL_VERSION,

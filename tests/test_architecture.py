@@ -86,7 +86,7 @@ def test_modules_stay_readable() -> None:
 
 def test_each_registry_implements_exactly_the_names_settings_accept() -> None:
     from ragpipe.answer import ANSWERERS
-    from ragpipe.chunk import CHUNKERS
+    from ragpipe.ingest import CHUNKERS
     from ragpipe.settings import ANSWERER_KINDS, CHUNKER_STRATEGIES
 
     assert set(CHUNKERS) == set(CHUNKER_STRATEGIES)

@@ -14,7 +14,7 @@ import pytest
 from conftest import Project, make_project
 
 from ragpipe.embed import embed_chunks, embed_shard, load_embedder, merge_embed_shards, plan_embed_shards, store
-from ragpipe.parse_shard import shard_of
+from ragpipe.ingest import shard_of
 from ragpipe.warehouse import connect
 
 pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.model]

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from fakes import FakeEmbedder
 
-from ragpipe.chunk import Chunk, content_hash
 from ragpipe.embed import store
+from ragpipe.ingest import Chunk, content_hash
 
 
 class CountingEmbedder(FakeEmbedder):

@@ -14,7 +14,7 @@ _EXPORTS = {
         "REWRITES_FILE",
         "NEEDS_ATTENTION",
     ],
-    "machine": ["usable_cpus"],
+    "machine": ["usable_cpus", "available_memory_mb"],
     "exports": ["lazy_exports"],
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,6 +1,8 @@
 """A package's public names, loaded from their submodules on first use (PEP 562), so that importing a package is cheap.
 
-Each stage package lists its public names in `_EXPORTS` ({submodule: [names]}) and hands them to `lazy_exports`:
+Each stage package lists its public names in `_EXPORTS` ({submodule: [names]}; "NAME as PUBLIC" exports a submodule's
+NAME under another name, e.g. each stage's IMPL_VERSION as CORPUS_VERSION, PARSER_VERSION, ...) and hands them to
+`lazy_exports`:
 `from ragpipe.embed import EMBEDDERS` loads ragpipe.embed.embedders alone, not the LanceDB store or the shards
 (pyarrow); `ragpipe --help` imports only what its help text needs. No public name may be spelled like a submodule
 of its package (tests/test_architecture.py): the import system would bind the submodule under that name.
@@ -17,13 +19,17 @@ def lazy_exports(
     package: str, exports: dict[str, list[str]]
 ) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
     """(__all__, __getattr__, __dir__) for `package` whose public names `exports` maps from their submodules."""
-    where = {name: module for module, names in exports.items() for name in names}
+    where = {}  # public name -> (submodule, its name there)
+    for module, names in exports.items():
+        for entry in names:
+            own, _, public = entry.partition(" as ")
+            where[public or own] = (module, own)
 
     def __getattr__(name: str) -> Any:
-        module = where.get(name)
-        if module is None:
+        if name not in where:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{module}"), name)
+        module, own = where[name]
+        value = getattr(importlib.import_module(f"{package}.{module}"), own)
         setattr(sys.modules[package], name, value)  # found once: later lookups are plain attributes
         return value
 

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from ragpipe.embed import store
 from ragpipe.embed.embedders import Embedder, LazyEmbedder, load_embedder
 from ragpipe.embed.stage import chunk_text_loader, current_chunk_keys, embed_chunks
-from ragpipe.parse_shard import shard_of
+from ragpipe.ingest import shard_of
 from ragpipe.settings import Settings
 
 Log = Callable[[str], None]

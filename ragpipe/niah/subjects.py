@@ -48,8 +48,7 @@ class RetrievalContexts:
     def chunks(self, text: str) -> list[Any]:
         from unstructured.documents.elements import NarrativeText, Table
 
-        from ragpipe.chunk import chunk_document
-        from ragpipe.parse import ELEMENT_SEPARATOR, element_offsets
+        from ragpipe.ingest import ELEMENT_SEPARATOR, chunk_document, element_offsets
 
         paras = [p for p in text.split(ELEMENT_SEPARATOR) if p.strip()]
         elements = [Table(text=p) if p.count("\n|") >= 2 else NarrativeText(text=p) for p in paras]

@@ -14,9 +14,9 @@ from typing import Any, Callable, Iterable
 
 import duckdb
 
-from ragpipe.chunk import Chunk, chunk_document
-from ragpipe.corpus import scan_corpus
-from ragpipe.parse import (
+from ragpipe.ingest.chunk import Chunk, chunk_document
+from ragpipe.ingest.corpus import scan_corpus
+from ragpipe.ingest.parse import (
     ParseError,
     ParserUnavailable,
     element_offsets,
@@ -25,7 +25,8 @@ from ragpipe.parse import (
     parse_file,
     parser_tag,
 )
-from ragpipe.parse_pool import ParserPool, failed_under_lower_limits, isolation_available, parser_workers, shared_pool
+from ragpipe.ingest.parse_pool import ParserPool, isolation_available, parser_workers, shared_pool
+from ragpipe.ingest.parse_worker import failed_under_lower_limits
 from ragpipe.settings import Settings
 from ragpipe.warehouse import drop_block_cache, record_stage, transaction
 
@@ -231,8 +232,8 @@ def parse_documents(
     """Parse new and changed files; drop documents that left the corpus. A bad file becomes an ingest_errors row.
 
     Files are parsed in worker processes under [parser].timeout_s and [parser].max_memory_mb per document
-    (ragpipe.parse_pool.ParserPool, [parser].workers of them); a file that overran a lower limit than the current one
-    is tried again. With [scale].parse_shards > 1 the same work is split into steps (ragpipe.parse_shard).
+    (ragpipe.ingest.parse_pool.ParserPool, [parser].workers of them); a file that overran a lower limit than the current one
+    is tried again. With [scale].parse_shards > 1 the same work is split into steps (ragpipe.ingest.parse_shards).
     """
     t0 = time.time()
     todo, gone, n_corpus = documents_todo(settings, con)

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragpipe.parse import format_of
+from ragpipe.ingest.parse import format_of
 
 IMPL_VERSION = "1"  # the corpus scan; bump when what it records changes (part of `corpus`'s code version)
 

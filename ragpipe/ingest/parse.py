@@ -1,6 +1,6 @@
 """Partition one file into elements with unstructured, turning every way a file can be bad into a ParseError.
 
-In a run, files are parsed in worker processes (ragpipe.parse_pool) with a time and a memory limit each; this
+In a run, files are parsed in worker processes (ragpipe.ingest.parse_pool) with a time and a memory limit each; this
 module is what runs inside them (and in-process in tests): formats, errors, partitioning, and the stored form of
 elements that crosses the process boundary.
 """
@@ -144,7 +144,7 @@ def parser_tag(fmt: str | None, pdf_engine: str, pdf_strategy: str) -> str:
     if fmt != "pdf":
         return ""
     if pdf_engine == "pdfium":
-        from ragpipe import pdf
+        from ragpipe.ingest import pdf
 
         return f"pdfium-{pdf.IMPL_VERSION}"
     return f"unstructured-{pdf_strategy}"
@@ -197,7 +197,7 @@ def _partition(path: Path, fmt: str, pdf_strategy: str, pdf_engine: str = "pdfiu
 
         return partition_text(filename=filename, languages=["eng"])
     if fmt == "pdf" and pdf_engine == "pdfium":
-        from ragpipe.pdf import PdfError, partition_pdfium
+        from ragpipe.ingest.pdf import PdfError, partition_pdfium
 
         try:
             return partition_pdfium(path)

@@ -1,10 +1,11 @@
 """Sharded parsing: new and changed files split by a static hash of their path, parsed independently, merged in order.
 
-    plan         (the one DuckDB writer)  the documents stage's change detection; one work file per shard
-    parse_shard  (any process or machine that sees the staging directory and the corpus)  that shard's parses,
-                 journalled file by file and renamed into place when complete
-    merge        (the one DuckDB writer)  every shard's results written into DuckDB in path order, exactly as the
-                 unsharded stage writes them, so the warehouse is the same whatever the number or order of shards
+    plan_parse_shards   (the one DuckDB writer)  the documents stage's change detection; one work file per shard
+    parse_shard         (any process or machine that sees the staging directory and the corpus)  that shard's
+                        parses, journalled file by file and renamed into place when complete
+    merge_parse_shards  (the one DuckDB writer)  every shard's results written into DuckDB in path order, exactly as
+                        the unsharded stage writes them, so the warehouse is the same whatever the number or order of
+                        shards
 
 A parse depends on the file and the [parser] settings alone, so which shard parsed a file does not matter. The staging
 directory is named after the plan's content: a run killed after some shards finished is resumed by the next run with
@@ -26,10 +27,17 @@ from typing import Any, Callable, Iterator
 
 import duckdb
 
-from ragpipe import parse
 from ragpipe.core import RagpipeError
-from ragpipe.ingest import ParseResult, documents_stats, documents_todo, parse_one, record_parses, remove_documents
-from ragpipe.parse_pool import ParserPool, isolation_available, parser_workers
+from ragpipe.ingest import parse
+from ragpipe.ingest.parse_pool import ParserPool, isolation_available, parser_workers
+from ragpipe.ingest.stages import (
+    ParseResult,
+    documents_stats,
+    documents_todo,
+    parse_one,
+    record_parses,
+    remove_documents,
+)
 from ragpipe.settings import Settings
 
 Log = Callable[[str], None]
@@ -72,7 +80,9 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def plan(settings: Settings, con: duckdb.DuckDBPyConnection, shards: int, log: Log = _noop) -> dict[str, Any]:
+def plan_parse_shards(
+    settings: Settings, con: duckdb.DuckDBPyConnection, shards: int, log: Log = _noop
+) -> dict[str, Any]:
     """Write one work file per shard with the files to parse; returns the staging directory and counts."""
     todo, gone, n_corpus = documents_todo(settings, con)
     plan_id = _plan_id(settings, shards, todo, gone)
@@ -181,7 +191,7 @@ def staged_results(stage: Path, shards: int) -> Iterator[ParseResult]:
     return heapq.merge(*(_results(_results_file(stage, i, shards)) for i in range(shards)), key=lambda r: r.path)
 
 
-def merge(
+def merge_parse_shards(
     settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, stage: Path, shards: int, log: Log = _noop
 ) -> dict[str, Any]:
     """Write every shard's results into DuckDB as the unsharded stage would, then drop the staging directory."""
