@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ragpipe.core import RagpipeError
-from ragpipe.refusal import is_refusal
+from ragpipe.reading import is_refusal
 
 REQUIRED = ("question_id", "question", "expected_answer")
 KINDS = ("negative", "positive")

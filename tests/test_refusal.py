@@ -6,8 +6,7 @@ import pytest
 
 from ragpipe.answer import Answer
 from ragpipe.golden import GoldenTest
-from ragpipe.match import answer_matches
-from ragpipe.refusal import is_refusal
+from ragpipe.reading import answer_matches, is_refusal
 from ragpipe.verdict import decide
 
 

@@ -7,8 +7,8 @@ import re
 from typing import Any
 
 from ragpipe.core import normalize_text
-from ragpipe.match import answer_matches, is_refusal, numbers
 from ragpipe.niah.needles import Needle, Reasoning, Score, json_schema
+from ragpipe.reading import answer_matches, is_refusal, numbers
 
 
 def extract_json(text: str) -> Any:

@@ -187,7 +187,7 @@ def versions(text: str) -> list[str]:
 
 def is_refusal(answer: str, phrases: tuple[str, ...] = ()) -> bool:
     """Does the answer decline to answer from the source? (ragpipe.refusal holds the grammar.)"""
-    from ragpipe.refusal import is_refusal as refusal
+    from ragpipe.reading.refusal import is_refusal as refusal
 
     return refusal(answer, phrases)
 
