@@ -116,7 +116,7 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z-]{5,}")
 
 def synthetic_golden(con: Any, chunker_tag: str, n: int, seed: int, embedder_tag: str) -> list[dict[str, Any]]:
     """`n` tests from the sentences of the chunks (every quote checked to occur in its document), in a fixed order."""
-    from ragpipe.quotes import plain_form, quote_form
+    from ragpipe.golden import plain_form, quote_form
 
     docs = evaluate.documents_text(con)
     plain: dict[str, str] = {}

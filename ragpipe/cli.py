@@ -352,9 +352,7 @@ def cmd_golden_restamp(args: argparse.Namespace) -> int:
     import dataclasses
     import difflib
 
-    from ragpipe.golden import ANCHOR_FIELDS, rewrite_fields, write_atomic
-    from ragpipe.quotes import quote_form
-    from ragpipe.restamp import id_value
+    from ragpipe.golden import ANCHOR_FIELDS, id_value, quote_form, rewrite_fields, write_atomic
 
     settings = _settings(args)
     golden, stamper, stamps = _golden_and_stamps(settings)

@@ -6,8 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragpipe.core import collapse_whitespace as normalize
-from ragpipe.golden import GoldenTest
-from ragpipe.restamp import ChunkSpan, Restamper, id_value
+from ragpipe.golden import ChunkSpan, GoldenTest, Restamper, id_value
 
 REPORT = (
     "# Q3 2023 report\n\n"

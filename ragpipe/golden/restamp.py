@@ -14,8 +14,8 @@ from typing import Iterable
 import numpy as np
 
 from ragpipe.core import fold
-from ragpipe.golden import GoldenTest
-from ragpipe.quotes import closest_passage, plain_form, quote_form
+from ragpipe.golden.file import GoldenTest
+from ragpipe.golden.quotes import closest_passage, plain_form, quote_form
 
 IMPL_VERSION = "1"  # loading and stamping the golden set (part of `golden_set` and `stamps`' code versions)
 

@@ -177,6 +177,92 @@ def _ids(value: Any) -> list[str]:
     return [str(value)]
 
 
+def _test_of(obj: Any, line: int, name: str, seen: dict[str, int], problems: list[GoldenProblem]) -> GoldenTest | None:
+    """One object of the file as a test; its problems appended (then None). `seen`: question_id -> first line."""
+    if not isinstance(obj, dict):
+        problems.append(GoldenProblem(name, line, None, None, f"expected a JSON object, got {type(obj).__name__}"))
+        return None
+    qid = obj.get("question_id")
+    qid_s = str(qid) if qid not in (None, "") else None
+    before = len(problems)
+    for f in REQUIRED:
+        if obj.get(f) in (None, ""):
+            problems.append(
+                GoldenProblem(
+                    name, line, qid_s, f, "missing; every test needs question_id, question and expected_answer"
+                )
+            )
+    if qid_s is not None:
+        if qid_s in seen:
+            problems.append(
+                GoldenProblem(name, line, qid_s, "question_id", f"duplicate: also used on line {seen[qid_s]}")
+            )
+        else:
+            seen[qid_s] = line
+    kind = obj.get("kind")
+    if kind is None:
+        kind = "negative" if is_refusal(str(obj.get("expected_answer") or "")) else "positive"
+    elif kind not in KINDS:
+        problems.append(GoldenProblem(name, line, qid_s, "kind", f"must be 'negative' or 'positive', got {kind!r}"))
+        kind = "positive"
+    lv = obj.get("last_validated")
+    if lv not in (None, ""):
+        try:
+            dt.date.fromisoformat(str(lv))
+        except ValueError:
+            problems.append(GoldenProblem(name, line, qid_s, "last_validated", f"not a date: {lv!r}; use YYYY-MM-DD"))
+    ids_raw, quote = _anchor(obj, kind, line, name, qid_s, problems)
+    if len(problems) > before or qid_s is None:
+        return None
+    return GoldenTest(
+        question_id=qid_s,
+        question=str(obj["question"]),
+        expected_answer=str(obj["expected_answer"]),
+        kind=kind,
+        line=line,
+        anchor_ids=_ids(ids_raw) if isinstance(ids_raw, (str, list)) else [],
+        quote=quote or None,
+        source=obj.get(ANCHOR_FIELDS[kind][2]) or None,
+        trap_value=obj.get("trap_value") if kind == "negative" else None,
+        embedder_tag=obj.get("embedder_tag") or None,
+        last_validated=str(lv) if lv else None,
+        raw=obj,
+    )
+
+
+def _anchor(
+    obj: dict[str, Any], kind: str, line: int, name: str, qid_s: str | None, problems: list[GoldenProblem]
+) -> tuple[Any, Any]:
+    """(chunk ids as written, quote or None) of the test's trap or evidence; their problems appended."""
+    id_field, quote_field, source_field = ANCHOR_FIELDS[kind]
+    ids_raw = obj.get(id_field)
+    if ids_raw is not None and not isinstance(ids_raw, (str, list)):
+        problems.append(GoldenProblem(name, line, qid_s, id_field, "must be a chunk id string or a list of them"))
+    quote = obj.get(quote_field)
+    if quote is not None and not isinstance(quote, str):
+        problems.append(
+            GoldenProblem(name, line, qid_s, quote_field, "must be a string (verbatim text from the source document)")
+        )
+        quote = None
+    if obj.get(source_field) is not None and not isinstance(obj.get(source_field), str):
+        problems.append(
+            GoldenProblem(name, line, qid_s, source_field, "must be a string (a document path in the corpus)")
+        )
+    if not _ids(ids_raw) and not quote:
+        problems.append(
+            GoldenProblem(
+                name,
+                line,
+                qid_s,
+                id_field,
+                f"a {kind} test needs {id_field} or {quote_field} (the text that locates it)",
+            )
+        )
+    if kind == "negative" and obj.get("trap_value") is not None and not isinstance(obj.get("trap_value"), str):
+        problems.append(GoldenProblem(name, line, qid_s, "trap_value", "must be a string"))
+    return ids_raw, quote
+
+
 def load_golden(path: Path) -> GoldenFile:
     """Parse and validate the file's own content; raise GoldenSetError listing every problem at once."""
     path = Path(path)
@@ -193,88 +279,10 @@ def load_golden(path: Path) -> GoldenFile:
     spans: dict[str, tuple[int, int]] = {}
     seen: dict[str, int] = {}
     for start, end, obj in objects:
-        line = line_of(start)
-        if not isinstance(obj, dict):
-            problems.append(GoldenProblem(name, line, None, None, f"expected a JSON object, got {type(obj).__name__}"))
-            continue
-        qid = obj.get("question_id")
-        qid_s = str(qid) if qid not in (None, "") else None
-        before = len(problems)
-        for f in REQUIRED:
-            if obj.get(f) in (None, ""):
-                problems.append(
-                    GoldenProblem(
-                        name, line, qid_s, f, "missing; every test needs question_id, question and expected_answer"
-                    )
-                )
-        if qid_s is not None:
-            if qid_s in seen:
-                problems.append(
-                    GoldenProblem(name, line, qid_s, "question_id", f"duplicate: also used on line {seen[qid_s]}")
-                )
-            else:
-                seen[qid_s] = line
-        kind = obj.get("kind")
-        if kind is None:
-            kind = "negative" if is_refusal(str(obj.get("expected_answer") or "")) else "positive"
-        elif kind not in KINDS:
-            problems.append(GoldenProblem(name, line, qid_s, "kind", f"must be 'negative' or 'positive', got {kind!r}"))
-            kind = "positive"
-        lv = obj.get("last_validated")
-        if lv not in (None, ""):
-            try:
-                dt.date.fromisoformat(str(lv))
-            except ValueError:
-                problems.append(
-                    GoldenProblem(name, line, qid_s, "last_validated", f"not a date: {lv!r}; use YYYY-MM-DD")
-                )
-        id_field, quote_field, source_field = ANCHOR_FIELDS[kind]
-        ids_raw = obj.get(id_field)
-        if ids_raw is not None and not isinstance(ids_raw, (str, list)):
-            problems.append(GoldenProblem(name, line, qid_s, id_field, "must be a chunk id string or a list of them"))
-        quote = obj.get(quote_field)
-        if quote is not None and not isinstance(quote, str):
-            problems.append(
-                GoldenProblem(
-                    name, line, qid_s, quote_field, "must be a string (verbatim text from the source document)"
-                )
-            )
-            quote = None
-        if obj.get(source_field) is not None and not isinstance(obj.get(source_field), str):
-            problems.append(
-                GoldenProblem(name, line, qid_s, source_field, "must be a string (a document path in the corpus)")
-            )
-        if not _ids(ids_raw) and not quote:
-            problems.append(
-                GoldenProblem(
-                    name,
-                    line,
-                    qid_s,
-                    id_field,
-                    f"a {kind} test needs {id_field} or {quote_field} (the text that locates it)",
-                )
-            )
-        if kind == "negative" and obj.get("trap_value") is not None and not isinstance(obj.get("trap_value"), str):
-            problems.append(GoldenProblem(name, line, qid_s, "trap_value", "must be a string"))
-        if len(problems) > before or qid_s is None:
-            continue
-        spans[qid_s] = (start, end)
-        tests.append(
-            GoldenTest(
-                question_id=qid_s,
-                question=str(obj["question"]),
-                expected_answer=str(obj["expected_answer"]),
-                kind=kind,
-                line=line,
-                anchor_ids=_ids(ids_raw) if isinstance(ids_raw, (str, list)) else [],
-                quote=quote or None,
-                source=obj.get(source_field) or None,
-                trap_value=obj.get("trap_value") if kind == "negative" else None,
-                embedder_tag=obj.get("embedder_tag") or None,
-                last_validated=str(lv) if lv else None,
-                raw=obj,
-            )
-        )
+        test = _test_of(obj, line_of(start), name, seen, problems)
+        if test is not None:
+            spans[test.question_id] = (start, end)
+            tests.append(test)
     if problems:
         raise GoldenSetError(problems)
     return GoldenFile(path=path, text=text, format=fmt, tests=tests, spans=spans)
@@ -282,9 +290,9 @@ def load_golden(path: Path) -> GoldenFile:
 
 def check_quotes(golden: GoldenFile, documents: dict[str, str]) -> list[GoldenProblem]:
     """Every quote must occur in its source document (or anywhere when no source is named), as people copy quotes:
-    markup, entities, curly quotes and line breaks aside (ragpipe.quotes). A quote that is not found, or whose
+    markup, entities, curly quotes and line breaks aside (ragpipe.golden.quotes). A quote that is not found, or whose
     source is gone, is corpus drift (`drift=True`): the test did not run, the rest of the golden set is sound."""
-    from ragpipe.quotes import plain_form, quote_form
+    from ragpipe.golden.quotes import plain_form, quote_form
 
     normalized: dict[str, str] = {}
 
