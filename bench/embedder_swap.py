@@ -29,7 +29,7 @@ from ragpipe import store  # noqa: E402
 from ragpipe.cli import main as ragpipe_main  # noqa: E402
 from ragpipe.embed import load_embedder  # noqa: E402
 from ragpipe.golden import load_golden  # noqa: E402
-from ragpipe.retrieve import retrieve_many  # noqa: E402
+from ragpipe.rag import retrieve_many  # noqa: E402
 from ragpipe.settings import Settings, load_settings  # noqa: E402
 from ragpipe.warehouse import connect  # noqa: E402
 

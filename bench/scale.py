@@ -210,7 +210,7 @@ def _exact_top(vectors: np.ndarray, queries: np.ndarray, k: int) -> list[set[str
 
 
 def _search(table: Any, queries: np.ndarray, k: int, nprobes: int = 20) -> tuple[list[set[str]], list[float]]:
-    from ragpipe.retrieve import vector_search
+    from ragpipe.rag import vector_search
 
     found, lat = [], []
     for q in queries:

@@ -11,11 +11,10 @@ from typing import Any, Callable
 import duckdb
 
 from ragpipe import judge
-from ragpipe.answer import Answer, load_answerer
 from ragpipe.core import VERDICTS
 from ragpipe.embed import Embedder, ensure_vector_index, load_embedder, open_store, open_table, table_name
 from ragpipe.golden import ChunkSpan, GoldenProblem, GoldenSetError, GoldenTest, Restamper, check_quotes, load_golden
-from ragpipe.retrieve import metrics, retrieve_many
+from ragpipe.rag import Answer, load_answerer, metrics, retrieve_many
 from ragpipe.settings import Settings
 from ragpipe.verdict import decide
 from ragpipe.warehouse import ObjectStoreError, insert_rows, transaction

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ragpipe.golden import GoldenTest
-from ragpipe.openai_client import ChatError, chat
+from ragpipe.rag import ChatError, chat
 from ragpipe.settings import JUDGE_PROMPT_VERSION, JudgeSettings
 from ragpipe.verdict import Verdict
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragpipe.answer import Answer
 from ragpipe.golden import GoldenFile, GoldenProblem, GoldenSetError, GoldenTest, json_objects
+from ragpipe.rag import Answer
 from ragpipe.settings import Settings
 from ragpipe.verdict import Verdict, decide
 

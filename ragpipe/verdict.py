@@ -19,9 +19,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ragpipe.answer import Answer
 from ragpipe.core import VERDICTS  # noqa: F401  (re-exported)
 from ragpipe.golden import GoldenTest
+from ragpipe.rag import Answer
 from ragpipe.reading import Reading, answer_matches, content_words, digits, numbers, read_answer
 
 IMPL_VERSION = "2"  # 2: refusal grammar, trap cited vs taken, number words and units (ragpipe.refusal, ragpipe.match)

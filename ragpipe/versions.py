@@ -1,10 +1,11 @@
 """Each stage's Dagster code version: the implementation version its own module declares, plus a hash of its own
 settings section (Settings.stage_hash), so changing one stage's code or settings marks exactly that stage stale."""
 
-from ragpipe import answer, retrieve, verdict
-from ragpipe.embed import IMPL_VERSION as EMBEDDER_VERSION
+from ragpipe import verdict
+from ragpipe.embed import EMBEDDER_VERSION
 from ragpipe.golden import GOLDEN_VERSION
 from ragpipe.ingest import CHUNKER_VERSION, CORPUS_VERSION, PARSER_VERSION
+from ragpipe.rag import ANSWERER_VERSION, RETRIEVER_VERSION
 from ragpipe.settings import JUDGE_PROMPT_VERSION, Settings
 
 IMPL_VERSIONS = {
@@ -13,8 +14,8 @@ IMPL_VERSIONS = {
     "chunker": CHUNKER_VERSION,
     "embedder": EMBEDDER_VERSION,
     "golden": GOLDEN_VERSION,
-    "retriever": retrieve.IMPL_VERSION,
-    "answerer": answer.IMPL_VERSION,
+    "retriever": RETRIEVER_VERSION,
+    "answerer": ANSWERER_VERSION,
     "verdict": verdict.IMPL_VERSION,
 }
 

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from ragpipe.embed import store
-from ragpipe.retrieve import vector_search
+from ragpipe.rag import vector_search
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]
 

@@ -85,8 +85,8 @@ def test_modules_stay_readable() -> None:
 
 
 def test_each_registry_implements_exactly_the_names_settings_accept() -> None:
-    from ragpipe.answer import ANSWERERS
     from ragpipe.ingest import CHUNKERS
+    from ragpipe.rag import ANSWERERS
     from ragpipe.settings import ANSWERER_KINDS, CHUNKER_STRATEGIES
 
     assert set(CHUNKERS) == set(CHUNKER_STRATEGIES)

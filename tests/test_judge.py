@@ -10,8 +10,8 @@ import pytest
 from faultkit import OpenAIServer
 
 from ragpipe import judge
-from ragpipe.answer import Answer
 from ragpipe.golden import GoldenTest
+from ragpipe.rag import Answer
 from ragpipe.settings import JudgeSettings, OpenAISettings
 from ragpipe.verdict import decide
 

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, ROOT
 
-from ragpipe.answer import Answer
 from ragpipe.golden import GoldenTest, load_golden
+from ragpipe.rag import Answer
 from ragpipe.verdict import Verdict, decide
 
 FIXTURES = Path(__file__).parent / "fixtures" / "answers"

@@ -17,7 +17,6 @@ import dagster as dg
 import pytest
 from conftest import answerer_section, write_settings
 
-from ragpipe.answer import ExtractiveAnswerer
 from ragpipe.niah import (
     SCHEMAS,
     Haystack,
@@ -34,6 +33,7 @@ from ragpipe.niah import (
     source_paragraphs,
     structured_prompt,
 )
+from ragpipe.rag import ExtractiveAnswerer
 from ragpipe.settings import NEEDLE_TYPES, AnswererSettings, SettingsError, load_settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from conftest import answerer_section, write_settings
 
-from ragpipe.answer import Answer, ExtractiveAnswerer
 from ragpipe.niah.stats import NOT_ENOUGH, Estimate, bias_flags, effective_length, wilson
+from ragpipe.rag import Answer, ExtractiveAnswerer
 from ragpipe.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -266,12 +266,12 @@ def test_overflow_counted_with_the_models_tokenizer_is_labelled_never_a_miss(tmp
 def test_overflow_with_the_real_smollm2_tokenizer(tmp_path: Path) -> None:
     """The window check counts SmolLM2's prompt (chat template included) with SmolLM2's own tokenizer from the GGUF."""
     pytest.importorskip("gguf")
-    from ragpipe.answer import smollm2_prompt_counter, smollm2_tokenizer
     from ragpipe.niah import load_tokenizer
     from ragpipe.niah.haystack import build_haystack, source_paragraphs
     from ragpipe.niah.run import evaluate_subject
     from ragpipe.niah.subjects import first_prompt
     from ragpipe.niah.trials import build_trials
+    from ragpipe.rag import smollm2_prompt_counter, smollm2_tokenizer
 
     try:
         name, count = smollm2_prompt_counter(refusal := "not in documents")

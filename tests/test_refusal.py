@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragpipe.answer import Answer
 from ragpipe.golden import GoldenTest
+from ragpipe.rag import Answer
 from ragpipe.reading import answer_matches, is_refusal
 from ragpipe.verdict import decide
 

@@ -13,7 +13,7 @@ from conftest import make_project
 from fakes import FakeEmbedder
 
 from ragpipe.embed import store
-from ragpipe.retrieve import Hit, retrieve, retrieve_many, rrf, vector_search, vector_search_many
+from ragpipe.rag import Hit, retrieve, retrieve_many, rrf, vector_search, vector_search_many
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau".split()
 

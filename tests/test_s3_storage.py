@@ -303,7 +303,7 @@ def test_store_features_on_s3_sync_by_content_hash_fts_and_ann(s3: S3Server) -> 
     """What the pipeline above does not reach on a small corpus: deletes and reuse by content hash on a re-sync, and
     the ANN index (built above [retriever].ann_min_rows), all on the bucket."""
     from ragpipe.ingest import Chunk, content_hash
-    from ragpipe.retrieve import fts_search, vector_search
+    from ragpipe.rag import fts_search, vector_search
     from ragpipe.settings import S3Settings
 
     def chunks(texts: dict[str, str]) -> list[Chunk]:

@@ -5,7 +5,7 @@ from ragpipe.core import lazy_exports
 
 _EXPORTS = {
     "embedders": [
-        "IMPL_VERSION",
+        "IMPL_VERSION as EMBEDDER_VERSION",
         "Progress",
         "Embedder",
         "SentenceTransformerEmbedder",

@@ -19,7 +19,6 @@ from typing import Any, Callable
 
 import duckdb
 
-from ragpipe.answer import load_answerer
 from ragpipe.niah.haystack import Tokenizer, load_tokenizer
 from ragpipe.niah.sources import IMPL_VERSION, haystack_dir
 from ragpipe.niah.subjects import (
@@ -31,6 +30,7 @@ from ragpipe.niah.subjects import (
     window_counter,
 )
 from ragpipe.niah.trials import Log, Progress, Trial, build_trials, load_haystacks, noop, prefix_sharing_order
+from ragpipe.rag import load_answerer
 from ragpipe.settings import NiahSettings, Settings
 from ragpipe.warehouse import transaction
 

@@ -15,11 +15,11 @@ import json
 import re
 from typing import Any, Callable
 
-from ragpipe.answer import Answer, ExtractiveAnswerer
 from ragpipe.niah.haystack import Tokenizer
 from ragpipe.niah.needles import Needle, locate_prompt, reasoning_prompt, structured_prompt
 from ragpipe.niah.scoring import evidence_contains, extract_json, score_answer, score_reasoning
 from ragpipe.niah.trials import Trial
+from ragpipe.rag import Answer, ExtractiveAnswerer
 from ragpipe.settings import NiahSettings, Settings
 
 DEFAULT_WINDOWS = {"openai": 128_000, "smollm2": 8_192, "extractive": 0}
@@ -70,7 +70,7 @@ class RetrievalContexts:
 
     def retrieve(self, text: str, questions: list[str]) -> list[tuple[list[str], list[int]]]:
         """For each question: the top-k chunk texts (ranked)."""
-        from ragpipe.retrieve import retrieve_many
+        from ragpipe.rag import retrieve_many
 
         table, by_id = self._prepare(text)
         vecs = self.emb.encode(questions) if self.mode != "fts" else None

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from ragpipe.core import common_prefix
-from ragpipe.openai_client import ChatError, chat
+from ragpipe.rag.openai_client import ChatError, chat
 from ragpipe.settings import AnswererSettings, OpenAISettings
 
 IMPL_VERSION = "1"  # bump when the answerers answer differently (part of `answers`' code version)
