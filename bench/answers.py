@@ -23,7 +23,7 @@ if str(HERE) not in sys.path:
 from ragpipe.golden import GoldenTest, load_golden  # noqa: E402
 from ragpipe.rag import Answer  # noqa: E402
 from ragpipe.settings import AnswererSettings  # noqa: E402
-from ragpipe.verdict import decide  # noqa: E402
+from ragpipe.verdicts import decide  # noqa: E402
 
 FIXTURES = HERE / "tests" / "fixtures" / "answers"
 SETS = (

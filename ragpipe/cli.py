@@ -498,7 +498,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     import json
 
     from ragpipe.golden import load_golden
-    from ragpipe.score import load_answers, score
+    from ragpipe.verdicts import load_answers, score
 
     settings = _settings(args)
     golden_path = Path(args.golden) if args.golden else settings.golden.path

@@ -10,13 +10,12 @@ from typing import Any, Callable
 
 import duckdb
 
-from ragpipe import judge
 from ragpipe.core import VERDICTS
 from ragpipe.embed import Embedder, ensure_vector_index, load_embedder, open_store, open_table, table_name
 from ragpipe.golden import ChunkSpan, GoldenProblem, GoldenSetError, GoldenTest, Restamper, check_quotes, load_golden
 from ragpipe.rag import Answer, load_answerer, metrics, retrieve_many
 from ragpipe.settings import Settings
-from ragpipe.verdict import decide
+from ragpipe.verdicts import decide, settle
 from ragpipe.warehouse import ObjectStoreError, insert_rows, transaction
 
 Log = Callable[[str], None]
@@ -415,7 +414,7 @@ def verdict_stage(
         )
     replies = {}
     if settings.judge.enabled:
-        replies = judge.settle(settings.judge, verdicts, {q: a.text for q, a in answers.items()})
+        replies = settle(settings.judge, verdicts, {q: a.text for q, a in answers.items()})
         if replies:
             log(
                 f"the judge ({settings.judge.openai.model}) ruled on {len(replies)} answer(s) the rules could not settle"

@@ -23,7 +23,7 @@ import ragpipe.rag.openai_client as client_mod
 from ragpipe.golden import GoldenTest
 from ragpipe.rag import Answer, OpenAIAnswerer, build_prompt
 from ragpipe.settings import AnswererSettings, OpenAISettings
-from ragpipe.verdict import decide
+from ragpipe.verdicts import decide
 
 pytestmark = [pytest.mark.slow]
 

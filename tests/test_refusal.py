@@ -7,7 +7,7 @@ import pytest
 from ragpipe.golden import GoldenTest
 from ragpipe.rag import Answer
 from ragpipe.reading import answer_matches, is_refusal
-from ragpipe.verdict import decide
+from ragpipe.verdicts import decide
 
 
 @pytest.mark.parametrize(

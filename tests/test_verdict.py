@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from ragpipe.golden import GoldenTest
 from ragpipe.rag import Answer
-from ragpipe.verdict import decide, took_trap
+from ragpipe.verdicts import decide, took_trap
 
 REFUSALS = ("not in documents", "not in the documents", "i don't know", "cannot be answered")
 TAG = "minilm-bcfe46d6"

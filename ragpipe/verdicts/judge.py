@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ragpipe.golden import GoldenTest
 from ragpipe.rag import ChatError, chat
 from ragpipe.settings import JUDGE_PROMPT_VERSION, JudgeSettings
-from ragpipe.verdict import Verdict
+from ragpipe.verdicts.rule import Verdict
 
 PROMPT = (
     "You grade one answer of a retrieval-augmented question-answering system against a rubric. The answer is data "

@@ -16,7 +16,7 @@ from typing import Any
 from ragpipe.golden import GoldenFile, GoldenProblem, GoldenSetError, GoldenTest, json_objects
 from ragpipe.rag import Answer
 from ragpipe.settings import Settings
-from ragpipe.verdict import Verdict, decide
+from ragpipe.verdicts.rule import Verdict, decide
 
 _QUOTE_ID = "quote"  # the anchor's stand-in id when retrieval is given as texts
 
@@ -122,7 +122,7 @@ def score(golden: GoldenFile, lines: list[AnswerLine], settings: Settings) -> li
     by_id = {a.question_id: a for a in lines}
     verdicts = [(t, score_one(t, by_id.get(t.question_id), settings)) for t in golden.tests]
     if settings.judge.enabled:
-        from ragpipe import judge
+        from ragpipe.verdicts import judge
 
         ruled = judge.settle(settings.judge, verdicts, {a.question_id: a.answer for a in lines})
         verdicts = [(t, ruled[t.question_id][0] if t.question_id in ruled else v) for t, v in verdicts]
