@@ -159,7 +159,7 @@ def test_retrieve_stage_ranks_as_per_question_lancedb_queries(tmp_path: Path, mo
         def one_by_one(table: Any, mode: str, k: int, qs: list[str], vecs: Any, nprobes: int = 20) -> list[Any]:
             return [retrieve(table, mode, k, q, None if vecs is None else vecs[i], nprobes) for i, q in enumerate(qs)]
 
-        monkeypatch.setattr(evaluate, "retrieve_many", one_by_one)
+        monkeypatch.setattr("ragpipe.evaluate.retrievals.retrieve_many", one_by_one)
         evaluate.retrieve_stage(s, con, "single", embedder=emb)
         rows = {
             rid: con.execute(
