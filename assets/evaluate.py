@@ -10,7 +10,7 @@ from assets.automation import RAGPIPE_CONDITION, RETRY_POLICY
 from assets.resources import RagpipeResource
 from ragpipe import evaluate
 from ragpipe.core import INPUT_ERRORS, REWRITES_FILE
-from ragpipe.report import changes_table, load_summary, render_markdown
+from ragpipe.reports import changes_table, load_summary, render_markdown
 from ragpipe.settings import Settings
 from ragpipe.versions import code_version
 

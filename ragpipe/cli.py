@@ -211,7 +211,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _eval_summary(settings: Settings) -> Any:
-    from ragpipe.report import load_summary
+    from ragpipe.reports import load_summary
     from ragpipe.warehouse import connect
 
     with connect(settings.duckdb_path, read_only=True) as con:
@@ -233,7 +233,13 @@ def _write_reports(args: argparse.Namespace, junit: str, markdown: str) -> None:
 
 
 def cmd_ci(args: argparse.Namespace) -> int:
-    from ragpipe.report import render_failure_junit, render_failure_markdown, render_junit, render_markdown, render_text
+    from ragpipe.reports import (
+        render_failure_junit,
+        render_failure_markdown,
+        render_junit,
+        render_markdown,
+        render_text,
+    )
 
     settings = _settings(args)
     failures = _bring_up_to_date(args, "ci")
@@ -251,7 +257,7 @@ def cmd_ci(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from ragpipe.report import render_text
+    from ragpipe.reports import render_text
 
     settings = _settings(args)
     ok = not _bring_up_to_date(args, "demo")
@@ -524,7 +530,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from ragpipe.history import history
+    from ragpipe.reports import history
     from ragpipe.warehouse import connect
 
     settings = _settings(args)
@@ -559,19 +565,19 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ragpipe.compare import candidate_settings, render_markdown, render_text
+    from ragpipe.reports import candidate_settings, render_comparison_markdown, render_comparison_text
 
     settings = _settings(args)
     candidate_settings(settings, args.set or [], Path(args.candidate) if args.candidate else None)  # fail early, worded
     from assets.runner import run_compare
-    from ragpipe.compare import Comparison
+    from ragpipe.reports import Comparison
 
     result = run_compare(str(settings.source), args.set or [], args.candidate or "", _instance(settings))
     if not isinstance(result, Comparison):
         return max(EXIT_INPUT, failure_code(_report_failure(result, args.verbose)))
-    print(render_text(result))
+    print(render_comparison_text(result))
     if args.markdown:
-        Path(args.markdown).write_text(render_markdown(result), encoding="utf-8")
+        Path(args.markdown).write_text(render_comparison_markdown(result), encoding="utf-8")
         print(f"\nMarkdown summary written to {args.markdown}")
     return 1 if result.blocking else 0
 
