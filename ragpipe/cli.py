@@ -600,7 +600,7 @@ def cmd_niah_run(args: argparse.Namespace) -> int:
 
 
 def cmd_niah_report(args: argparse.Namespace) -> int:
-    from ragpipe.niah.report import report
+    from ragpipe.niah import report
     from ragpipe.warehouse import connect
 
     settings = _settings(args)
@@ -612,7 +612,7 @@ def cmd_niah_report(args: argparse.Namespace) -> int:
 def _print_niah_report(settings: Settings, run_id: str | None) -> int:
     import json
 
-    from ragpipe.niah.report import latest_run_id, render_text
+    from ragpipe.niah import latest_run_id, render_text
     from ragpipe.warehouse import connect
 
     with connect(settings.duckdb_path, read_only=True) as con:

@@ -195,7 +195,7 @@ def test_reasoning_follow_up_is_scored_from_json() -> None:
 def test_trials_are_ordered_for_prefix_sharing(tmp_path: Path, tok: Tokenizer, filler: Haystack) -> None:
     """Grouped by haystack, deepest first insertion first, the methods of one needle side by side: what lets a
     prefix-caching model reuse the filler it has already read."""
-    from ragpipe.niah.trials import build_trials, prefix_sharing_order
+    from ragpipe.niah import build_trials, prefix_sharing_order
 
     s = _project(
         tmp_path,
@@ -230,7 +230,7 @@ def test_settings_section_is_parsed_and_checked(tmp_path: Path) -> None:
 
 
 def test_effective_length_and_positional_bias() -> None:
-    from ragpipe.niah.stats import Estimate, bias_flags, effective_length
+    from ragpipe.niah import Estimate, bias_flags, effective_length
 
     def e(p: float, n: int = 60) -> Estimate:
         return Estimate(n, p * n)
@@ -253,10 +253,7 @@ def test_effective_length_and_positional_bias() -> None:
 def test_overflow_is_labelled_not_scored_as_a_miss(tmp_path: Path, tok: Tokenizer) -> None:
     import duckdb
 
-    from ragpipe.niah.report import cells
-    from ragpipe.niah.run import evaluate_subject
-    from ragpipe.niah.stats import Estimate, bias_flags, effective_length
-    from ragpipe.niah.trials import build_trials
+    from ragpipe.niah import Estimate, bias_flags, build_trials, cells, effective_length, evaluate_subject
     from ragpipe.warehouse import migrate
 
     s = _project(
@@ -312,7 +309,7 @@ def _trial_rows(con: Any, run_id: str) -> list[dict[str, Any]]:
 def test_retrieval_path_end_to_end_through_dagster_and_deterministic(tmp_path: Path) -> None:
     from assets.niah import build_niah_assets
     from assets.resources import RagpipeResource
-    from ragpipe.niah.run import run_trials
+    from ragpipe.niah import run_trials
     from ragpipe.warehouse import connect
 
     s = _project(tmp_path / "proj", E2E)
@@ -389,7 +386,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def test_full_context_path_with_the_openai_compatible_answerer(tmp_path: Path, server: str) -> None:
-    from ragpipe.niah.run import run_trials
+    from ragpipe.niah import run_trials
     from ragpipe.warehouse import connect
 
     s = _project(

@@ -79,7 +79,7 @@ def test_parse_workers_and_shards_version_nothing(tmp_path: Path) -> None:
 def test_answerer_threads_versions_nothing(tmp_path: Path) -> None:
     """[answerer].threads sets how fast a local model runs, not what it answers: no stage and no NIAH run key moves
     (a run stopped under one thread count resumes under another)."""
-    from ragpipe.niah.run import run_key
+    from ragpipe.niah import run_key
 
     p = make_project(tmp_path / "p")
     before, s0 = _code_versions(p), p.settings()

@@ -183,25 +183,21 @@ def first_prompt(t: Trial, structured: bool, refusal: str) -> str:
     return structured_prompt(t.needle, t.method, refusal) if structured else t.question
 
 
-def evaluate_trials(
+def _contexts(
     subject: str,
     trials: list[Trial],
+    rows: list[dict[str, Any]],
+    prompts: list[str],
     settings: Settings,
     ns: NiahSettings,
     tok: Tokenizer,
     answerer: Any,
-    retrieval: RetrievalContexts | None = None,
-    counter: tuple[str, PromptCounter] | None = None,
-) -> list[dict[str, Any]]:
-    """Answer and score a slice of trials on one subject (one answer_all per step, so the answerer's concurrency
-    applies within the slice); one row per trial."""
-    structured = not isinstance(answerer, ExtractiveAnswerer)  # the extractive baseline cannot emit JSON
-    refusal = settings.answerer.refusal_phrase
-    phrases = settings.answerer.refusal_phrases
-    rows = [row_base(t, subject, answerer.label, tok, ns) for t in trials]
+    retrieval: RetrievalContexts | None,
+    counter: tuple[str, PromptCounter] | None,
+) -> list[list[str] | None]:
+    """What each trial's answerer reads: the retrieved chunks, or the haystack fitted to the window (None: not sent).
+    Each trial's row gets its retrieval ranks and score, or its window check."""
     contexts: list[list[str] | None] = [None] * len(trials)
-    prompts = [first_prompt(t, structured, refusal) for t in trials]
-
     if subject == "retrieval":
         assert retrieval is not None
         for i, t in enumerate(trials):
@@ -211,19 +207,29 @@ def evaluate_trials(
                 r + 1 for r, c in enumerate(texts) if any(p.split("\n")[0] in c for p in t.needle.parts)
             ]
             rows[i]["retrieval_score"] = evidence_contains("\n\n".join(texts), t.needle)
-    else:
-        window = ns.window or DEFAULT_WINDOWS.get(settings.answerer.kind, 0)
-        name, count = counter or window_counter(answerer, tok)
-        budget = window - settings.answerer.openai.max_tokens if window else 0
-        for i, t in enumerate(trials):
-            status, text, n_in, note = fit_window(t, prompts[i], window, budget, count, tok, ns.on_overflow)
-            rows[i].update(
-                status=status, input_tokens_est=n_in, window_tokens=window or None, window_counter=name, error=note
-            )
-            contexts[i] = [text] if text is not None else None
+        return contexts
+    window = ns.window or DEFAULT_WINDOWS.get(settings.answerer.kind, 0)
+    name, count = counter or window_counter(answerer, tok)
+    budget = window - settings.answerer.openai.max_tokens if window else 0
+    for i, t in enumerate(trials):
+        status, text, n_in, note = fit_window(t, prompts[i], window, budget, count, tok, ns.on_overflow)
+        rows[i].update(
+            status=status, input_tokens_est=n_in, window_tokens=window or None, window_counter=name, error=note
+        )
+        contexts[i] = [text] if text is not None else None
+    return contexts
 
-    # Step 1: answer (locate: quote first, then answer from the quote alone).
-    todo = [i for i in range(len(trials)) if contexts[i] is not None]
+
+def _answer(
+    trials: list[Trial],
+    todo: list[int],
+    prompts: list[str],
+    contexts: list[list[str] | None],
+    answerer: Any,
+    structured: bool,
+    refusal: str,
+) -> tuple[dict[int, list[Answer]], dict[int, str]]:
+    """Each sent trial's answers (locate: the quote first, then the answer from the quote alone) and locate's quotes."""
     first = answerer.answer_all([(prompts[i], contexts[i]) for i in todo]) if todo else []
     answers: dict[int, list[Answer]] = {i: [a] for i, a in zip(todo, first)}
     quotes: dict[int, str] = {}
@@ -244,41 +250,75 @@ def evaluate_trials(
         )
         for i, a in zip(loc, second):
             answers[i].append(a)
+    return answers, quotes
 
-    # Score.
+
+def _score_one(
+    subject: str,
+    t: Trial,
+    row: dict[str, Any],
+    parts: list[Answer],
+    quote: str | None,
+    context: list[str] | None,
+    phrases: tuple[str, ...],
+    structured: bool,
+) -> list[str] | None:
+    """Score one trial's final answer into its row; returns the evidence for the reasoning follow-up (None: none)."""
+    final = parts[-1]
+    row.update(
+        answer=final.text,
+        output_chars=len(final.text),
+        latency_s=round(sum(a.latency_s for a in parts), 6),
+        input_tokens=sum(a.input_tokens for a in parts),
+        output_tokens=sum(a.output_tokens for a in parts),
+    )
+    err = next((a.error for a in parts if a.error), None)
+    if err:
+        row.update(status="overflow" if _OVERFLOW_ERR.search(err) else "error", error=err)
+        return None
+    s = score_answer(
+        final.text, t.needle, list(t.distractors), phrases, structured=structured, with_quote=t.method == "cite"
+    )
+    row.update(
+        answer_format=s.answer_format,
+        schema_ok=s.schema_ok,
+        exact=s.exact,
+        field_score=s.field_score,
+        refused=s.refused,
+        hallucinated=s.hallucinated,
+        distractor_hit=s.distractor_hit,
+    )
+    quote = quote if t.method == "locate" else (s.quote if t.method == "cite" else None)
+    if subject == "full_context":
+        row["retrieval_score"] = evidence_contains(quote, t.needle) if quote is not None else None
+        return [quote] if quote else None
+    return context
+
+
+def evaluate_trials(
+    subject: str,
+    trials: list[Trial],
+    settings: Settings,
+    ns: NiahSettings,
+    tok: Tokenizer,
+    answerer: Any,
+    retrieval: RetrievalContexts | None = None,
+    counter: tuple[str, PromptCounter] | None = None,
+) -> list[dict[str, Any]]:
+    """Answer and score a slice of trials on one subject (one answer_all per step, so the answerer's concurrency
+    applies within the slice); one row per trial."""
+    structured = not isinstance(answerer, ExtractiveAnswerer)  # the extractive baseline cannot emit JSON
+    refusal = settings.answerer.refusal_phrase
+    phrases = settings.answerer.refusal_phrases
+    rows = [row_base(t, subject, answerer.label, tok, ns) for t in trials]
+    prompts = [first_prompt(t, structured, refusal) for t in trials]
+    contexts = _contexts(subject, trials, rows, prompts, settings, ns, tok, answerer, retrieval, counter)
+    todo = [i for i in range(len(trials)) if contexts[i] is not None]
+    answers, quotes = _answer(trials, todo, prompts, contexts, answerer, structured, refusal)
     follow: list[tuple[int, str, list[str]]] = []
     for i in todo:
-        t, row, parts = trials[i], rows[i], answers[i]
-        final = parts[-1]
-        row.update(
-            answer=final.text,
-            output_chars=len(final.text),
-            latency_s=round(sum(a.latency_s for a in parts), 6),
-            input_tokens=sum(a.input_tokens for a in parts),
-            output_tokens=sum(a.output_tokens for a in parts),
-        )
-        err = next((a.error for a in parts if a.error), None)
-        if err:
-            row.update(status="overflow" if _OVERFLOW_ERR.search(err) else "error", error=err)
-            continue
-        s = score_answer(
-            final.text, t.needle, list(t.distractors), phrases, structured=structured, with_quote=t.method == "cite"
-        )
-        row.update(
-            answer_format=s.answer_format,
-            schema_ok=s.schema_ok,
-            exact=s.exact,
-            field_score=s.field_score,
-            refused=s.refused,
-            hallucinated=s.hallucinated,
-            distractor_hit=s.distractor_hit,
-        )
-        quote = quotes.get(i) if t.method == "locate" else (s.quote if t.method == "cite" else None)
-        if subject == "full_context":
-            row["retrieval_score"] = evidence_contains(quote, t.needle) if quote is not None else None
-            evidence = [quote] if quote else None
-        else:
-            evidence = contexts[i]
+        t, row = trials[i], rows[i]
+        evidence = _score_one(subject, t, row, answers[i], quotes.get(i), contexts[i], phrases, structured)
         if ns.reasoning and evidence and (row["retrieval_score"] or 0) >= 1.0:
             task = t.needle.reasoning
             follow.append((i, reasoning_prompt(task) if structured else task.question, evidence))

@@ -13,12 +13,7 @@ import duckdb
 
 from ragpipe.core import common_prefix
 from ragpipe.niah.haystack import Haystack, Tokenizer, build_haystack, load_tokenizer, place_needle, source_paragraphs
-from ragpipe.niah.needles import (
-    Needle,
-    Placement,
-    make_needles,
-    question_text,
-)
+from ragpipe.niah.needles import Needle, Placement, make_needles, question_text
 from ragpipe.niah.sources import IMPL_VERSION, haystack_dir, off_theme_dir, sub_seed
 from ragpipe.settings import NiahSettings, Settings
 from ragpipe.warehouse import transaction
