@@ -171,6 +171,48 @@ def diff_vectors(table: Any, chunks: Sequence[Any] | pa.Table) -> VectorDiff:
     return VectorDiff(to_add=to_add, stale=stale["chunk_id"].combine_chunks(), kept=have.num_rows - stale.num_rows)
 
 
+def _known_vectors(table: Any, hashes: list[str]) -> dict[str, np.ndarray]:
+    """The vectors the table already holds for these content hashes."""
+    vectors: dict[str, np.ndarray] = {}
+    for i in range(0, len(hashes), 500):
+        rows = (
+            table.search()
+            .where(f"content_hash IN ({_sql_list(hashes[i : i + 500])})")
+            .select(["content_hash", "vector"])
+            .limit(None)
+            .to_arrow()
+        )
+        for h, v in zip(rows["content_hash"].to_pylist(), rows["vector"].to_numpy(zero_copy_only=False)):
+            vectors[h] = np.asarray(v, dtype=np.float32)
+    return vectors
+
+
+def _rows(
+    table: Any,
+    embedder: Embedder,
+    part: dict[str, list[Any]],
+    texts: list[str],
+    vectors: dict[str, np.ndarray],
+    run_id: str,
+) -> pa.Table:
+    """One slice of new rows in the table's schema, each with the vector of its text."""
+    ids, hashes = part["chunk_id"], part["content_hash"]
+    return pa.table(
+        {
+            "chunk_id": ids,
+            "doc_id": part["doc_id"],
+            "text": texts,
+            "content_hash": hashes,
+            "n_tokens": pa.array(embedder.count_tokens(texts), pa.int32()),
+            "run_id": [run_id] * len(ids),
+            "vector": pa.FixedSizeListArray.from_arrays(
+                pa.array(np.stack([vectors[h] for h in hashes]).ravel(), pa.float32()), table_dims(table)
+            ),
+        },
+        schema=_schema(table_dims(table)),
+    )
+
+
 def sync_vectors(
     db: Any,
     embedder: Embedder,
@@ -215,17 +257,7 @@ def sync_vectors(
         # Only one slice's vectors are held: a text embedded in an earlier slice of this run is in the table by now
         # and is looked up there like any other known text (an identical text later in this slice comes from `vectors`).
         vectors.clear()
-        lookup = sorted({h for h, f in zip(hashes, part["fresh"]) if not f})
-        for i in range(0, len(lookup), 500):
-            rows = (
-                table.search()
-                .where(f"content_hash IN ({_sql_list(lookup[i : i + 500])})")
-                .select(["content_hash", "vector"])
-                .limit(None)
-                .to_arrow()
-            )
-            for h, v in zip(rows["content_hash"].to_pylist(), rows["vector"].to_numpy(zero_copy_only=False)):
-                vectors[h] = np.asarray(v, dtype=np.float32)
+        vectors.update(_known_vectors(table, sorted({h for h, f in zip(hashes, part["fresh"]) if not f})))
         todo: dict[str, str] = {}
         for cid, h, fresh in zip(ids, hashes, part["fresh"]):
             if fresh and h not in vectors:
@@ -241,21 +273,7 @@ def sync_vectors(
             vectors.update(zip(todo, encoded))
             stats.embedded += len(todo)
             done[0] += len(todo)
-        batch = pa.table(
-            {
-                "chunk_id": ids,
-                "doc_id": part["doc_id"],
-                "text": slice_texts,
-                "content_hash": hashes,
-                "n_tokens": pa.array(embedder.count_tokens(slice_texts), pa.int32()),
-                "run_id": [run_id] * len(ids),
-                "vector": pa.FixedSizeListArray.from_arrays(
-                    pa.array(np.stack([vectors[h] for h in hashes]).ravel(), pa.float32()), table_dims(table)
-                ),
-            },
-            schema=_schema(table_dims(table)),
-        )
-        table.add(batch)
+        table.add(_rows(table, embedder, part, slice_texts, vectors, run_id))
     for i in range(0, len(d.stale), 500):
         table.delete(f"chunk_id IN ({_sql_list(d.stale.slice(i, 500).to_pylist())})")
     stats.deleted = len(d.stale)
