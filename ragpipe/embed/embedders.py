@@ -10,9 +10,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ragpipe.core import usable_cpus
 from ragpipe.embed.model_build import (
@@ -25,6 +23,9 @@ from ragpipe.embed.model_build import (
     static_fingerprint,
 )
 from ragpipe.settings import EmbedderSettings
+
+if TYPE_CHECKING:  # numpy is imported where vectors are made: `ragpipe --help` reads EMBEDDERS without it
+    import numpy as np
 
 IMPL_VERSION = "1"  # bump when embedding produces other vectors (part of `embeddings`' code version)
 
@@ -45,6 +46,8 @@ def _batched_encode(
     fn: Callable[[list[str]], np.ndarray], texts: list[str], batch: int, progress: Progress | None
 ) -> np.ndarray:
     """Encode in length-sorted slices (less padding per batch), reporting progress, returning input order."""
+    import numpy as np
+
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
@@ -120,6 +123,8 @@ class StaticEmbedder:
         self.tag = f"minilm-static-{fp}"
 
     def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:
+        import numpy as np
+
         def fn(part: list[str]) -> np.ndarray:
             # A text with no known token averages nothing: model2vec gives NaN; store a zero vector instead.
             v = np.nan_to_num(np.asarray(self._model.encode(part, batch_size=self.batch_size), dtype=np.float32))
@@ -169,6 +174,8 @@ class OnnxEmbedder:
         self.tag = f"{'minilm-onnx-int8' if self.int8 else 'minilm-onnx'}-{fp}"
 
     def _run(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
         enc = self._tokenizer(texts, padding=True, truncation=True, max_length=self.max_seq_length, return_tensors="np")
         feeds = {
             "input_ids": enc["input_ids"].astype(np.int64),
@@ -177,6 +184,8 @@ class OnnxEmbedder:
         return self._session.run(None, feeds)[0]
 
     def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:
+        import numpy as np
+
         rows = 1 if self.int8 else self.batch_size  # see ONNX_INT8_PARAMS: int8 vectors must not depend on batch-mates
 
         def fn(part: list[str]) -> np.ndarray:  # part is length-sorted: consecutive batches pad little
