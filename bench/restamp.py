@@ -49,7 +49,7 @@ from _common import (  # noqa: E402
     write_settings,
 )
 
-import ragpipe.ingest as ingest  # noqa: E402
+from ragpipe import ingest  # noqa: E402
 from ragpipe.core import collapse_whitespace as normalize  # noqa: E402
 from ragpipe.evaluate import documents_text, restamper_for  # noqa: E402
 from ragpipe.golden import ChunkSpan, GoldenTest, Restamper, id_value, load_golden, rewrite_fields  # noqa: E402

@@ -1,5 +1,5 @@
 """Text normalization, spelled once: the folding of typographic characters, whitespace collapsing, and the
-normalized form answers and expected values are compared in. Refusal detection is ragpipe.refusal (its grammar)."""
+normalized form answers and expected values are compared in. Refusal detection is ragpipe.reading (its grammar)."""
 
 import re
 import unicodedata

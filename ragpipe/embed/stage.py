@@ -60,7 +60,7 @@ def embed_chunks(
 ) -> dict[str, Any]:
     """Bring the embedder's LanceDB table in line with the current chunks, embedding only unseen content.
 
-    `precomputed` (content hash -> vector) comes from embedding shards (ragpipe.shard); whatever it lacks is embedded here.
+    `precomputed` (content hash -> vector) comes from embedding shards (ragpipe.embed.shards); whatever it lacks is embedded here.
     """
     t0 = time.time()
     # Loaded only if something needs embedding: a run with no new text never loads (or builds) a model.

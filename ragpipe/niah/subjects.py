@@ -1,6 +1,6 @@
 """NIAH subjects: where a trial's context comes from, the window check, and answering and scoring a slice of trials.
 
-- retrieval: the haystack is chunked (ragpipe.chunk with the [chunker] settings), embedded into LanceDB
+- retrieval: the haystack is chunked (ragpipe.ingest.chunk_document with the [chunker] settings), embedded into LanceDB
   (ragpipe.embed.sync_vectors: unchanged chunks are never re-embedded), top-k retrieved ([retriever]) and answered.
 - full_context: the whole haystack goes to the answerer; a prompt beyond the subject's window is labelled overflow
   (or truncated) and never scored as a miss. The window check counts the prompt as the model will see it with the
