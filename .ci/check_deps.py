@@ -35,7 +35,7 @@ def main() -> int:
     pdf = ROOT / "examples/corpus/reports/q2-2024.pdf"
     for engine in ("pdfium", "unstructured"):
         try:
-            from ragpipe.parse import parse_file
+            from ragpipe.ingest import parse_file
 
             assert parse_file(pdf, pdf_engine=engine).n_elements > 0
         except Exception as exc:  # noqa: BLE001

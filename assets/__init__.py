@@ -7,6 +7,7 @@ import dagster as dg
 from assets.automation import automation_sensor
 from assets.compare import compare_job
 from assets.currency import build_currency_checks, checked_keys, currency_sensor
+from assets.embed import build_embeddings
 from assets.evaluate import build_eval_assets
 from assets.ingest import build_ingest_assets
 from assets.niah import build_niah_assets
@@ -34,7 +35,9 @@ def build_definitions(path: str | None = None) -> dg.Definitions:
     """
     source = settings_path(path).resolve()
     settings = load_settings(source)
-    all_assets = [*build_ingest_assets(settings), *build_eval_assets(settings), *build_niah_assets(settings)]
+    corpus, documents, chunks = build_ingest_assets(settings)
+    embeddings = build_embeddings(settings, chunks)
+    all_assets = [corpus, documents, chunks, embeddings, *build_eval_assets(settings), *build_niah_assets(settings)]
     resources = {"ragpipe": RagpipeResource(settings_path=str(source))}
     graph = dg.Definitions(assets=all_assets, resources=resources).resolve_asset_graph()
     return dg.Definitions(

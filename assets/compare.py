@@ -5,7 +5,7 @@ from typing import Any
 import dagster as dg
 
 from assets.resources import RagpipeResource
-from ragpipe.compare import Comparison, candidate_settings, render_markdown, run_comparison
+from ragpipe.reports import Comparison, candidate_settings, render_comparison_markdown, run_comparison
 
 
 class CompareConfig(dg.Config):
@@ -28,7 +28,7 @@ def compare(context: dg.OpExecutionContext, config: CompareConfig, ragpipe: Ragp
             "comparison_id": result.comparison_id,
             "flips": len(result.flips),
             "blocking": len(result.blocking),
-            "summary": dg.MetadataValue.md(render_markdown(result)),
+            "summary": dg.MetadataValue.md(render_comparison_markdown(result)),
         }
     )
     context.instance.add_run_tags(

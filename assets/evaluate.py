@@ -9,11 +9,10 @@ import dagster as dg
 from assets.automation import RAGPIPE_CONDITION, RETRY_POLICY
 from assets.resources import RagpipeResource
 from ragpipe import evaluate
-from ragpipe.errors import INPUT_ERRORS
-from ragpipe.report import changes_table, load_summary, render_markdown
+from ragpipe.core import INPUT_ERRORS, REWRITES_FILE
+from ragpipe.reports import changes_table, load_summary, render_markdown
 from ragpipe.settings import Settings
 from ragpipe.versions import code_version
-from ragpipe.vocabulary import REWRITES_FILE
 
 GROUP = "evaluate"
 STAMP_CHECK = (
@@ -75,8 +74,8 @@ def _table(rows: list[tuple[Any, ...]], header: tuple[str, ...]) -> str:
     return "\n".join(lines)
 
 
-def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    severity = dg.AssetCheckSeverity.ERROR if settings.gate.check_severity == "ERROR" else dg.AssetCheckSeverity.WARN
+def _golden_set(settings: Settings) -> dg.AssetsDefinition:
+    """The golden set file, validated and recorded; its code version hashes the file too."""
 
     @dg.asset(
         name="golden_set",
@@ -106,6 +105,12 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             },
             data_version=dg.DataVersion(stats["sha256"][:16]),
         )
+
+    return golden_set
+
+
+def _stamps(settings: Settings, golden_set: dg.AssetsDefinition, severity: Any) -> dg.AssetsDefinition:
+    """Each test's anchor located in the current chunking, with the anchors_found check."""
 
     @dg.asset(
         name="stamps",
@@ -148,6 +153,12 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             },
         )
 
+    return stamps
+
+
+def _retrievals(settings: Settings, stamps: dg.AssetsDefinition) -> dg.AssetsDefinition:
+    """Top-k retrieval for every question: an eval run opens."""
+
     @dg.asset(
         name="retrievals",
         deps=[stamps, "embeddings"],
@@ -169,6 +180,12 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 )
         return dg.MaterializeResult(metadata=stats)
 
+    return retrievals
+
+
+def _answers(settings: Settings, retrievals: dg.AssetsDefinition) -> dg.AssetsDefinition:
+    """The answerer on every question of the latest eval run."""
+
     @dg.asset(
         name="answers",
         deps=[retrievals],
@@ -188,6 +205,55 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                     s, con, context.run.run_id, log=context.log.info, trigger=_trigger(context)
                 )
         return dg.MaterializeResult(metadata=stats)
+
+    return answers
+
+
+def _gate(blocking: list[Any]) -> str:
+    """OK, or BLOCKED with the count of each blocking verdict: the gate as the Runs list shows it."""
+    return (
+        "OK"
+        if not blocking
+        else "BLOCKED ("
+        + ", ".join(
+            f"{n} {k}" for k in ("fail", "error", "did_not_run") if (n := sum(r.verdict == k for r in blocking))
+        )
+        + ")"
+    )
+
+
+def _verdict_checks(stats: dict[str, Any], stale_stamps: int, severity: Any) -> list[dg.AssetCheckResult]:
+    """The four checks on verdicts (CHECKS), from the verdicts stage's counts."""
+    return [
+        dg.AssetCheckResult(
+            check_name="no_failures",
+            passed=stats["fail"] + stats["error"] == 0,
+            severity=severity,
+            metadata={"fail": stats["fail"], "error": stats["error"]},
+        ),
+        dg.AssetCheckResult(
+            check_name="every_test_ran",
+            passed=stats["did_not_run"] == 0,
+            severity=severity,
+            metadata={"did_not_run": stats["did_not_run"]},
+        ),
+        dg.AssetCheckResult(
+            check_name="verified_under_current_embedder",
+            passed=stats["unverified"] == 0,
+            severity=severity,
+            metadata={"unverified": stats["unverified"]},
+        ),
+        dg.AssetCheckResult(
+            check_name="golden_stamps_current",
+            passed=stale_stamps == 0,
+            severity=severity,
+            metadata={"stale_stamps": stale_stamps},
+        ),
+    ]
+
+
+def _verdicts(settings: Settings, answers: dg.AssetsDefinition, severity: Any) -> dg.AssetsDefinition:
+    """The verdicts, the gate as a run tag, and the checks on verdicts."""
 
     @dg.asset(
         name="verdicts",
@@ -214,47 +280,13 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 [s.chunker_tag, list(REWRITES_FILE)],
             ).fetchone()[0]
         assert summary is not None
-        blocking = summary.blocking(s.gate.block)
-        gate = (
-            "OK"
-            if not blocking
-            else "BLOCKED ("
-            + ", ".join(
-                f"{n} {k}" for k in ("fail", "error", "did_not_run") if (n := sum(r.verdict == k for r in blocking))
-            )
-            + ")"
-        )
+        gate = _gate(summary.blocking(s.gate.block))
         # The gate in the Runs list: a run that succeeded can still have blocked the gate.
         context.instance.add_run_tags(context.run.run_id, {"ragpipe/gate": gate})
         failing = [(r.question_id, r.verdict, r.reason) for r in summary.rows if r.verdict in ("fail", "error")]
         dnr = [(r.question_id, r.reason) for r in summary.rows if r.verdict == "did_not_run"]
         unv = [(r.question_id, r.test_embedder_tag or "-") for r in summary.rows if r.unverified]
-        checks = [
-            dg.AssetCheckResult(
-                check_name="no_failures",
-                passed=stats["fail"] + stats["error"] == 0,
-                severity=severity,
-                metadata={"fail": stats["fail"], "error": stats["error"]},
-            ),
-            dg.AssetCheckResult(
-                check_name="every_test_ran",
-                passed=stats["did_not_run"] == 0,
-                severity=severity,
-                metadata={"did_not_run": stats["did_not_run"]},
-            ),
-            dg.AssetCheckResult(
-                check_name="verified_under_current_embedder",
-                passed=stats["unverified"] == 0,
-                severity=severity,
-                metadata={"unverified": stats["unverified"]},
-            ),
-            dg.AssetCheckResult(
-                check_name="golden_stamps_current",
-                passed=stale_stamps == 0,
-                severity=severity,
-                metadata={"stale_stamps": stale_stamps},
-            ),
-        ]
+        checks = _verdict_checks(stats, stale_stamps, severity)
         return dg.MaterializeResult(
             metadata={
                 **stats,
@@ -273,4 +305,13 @@ def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             check_results=checks,
         )
 
-    return [golden_set, stamps, retrievals, answers, verdicts]
+    return verdicts
+
+
+def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+    severity = dg.AssetCheckSeverity.ERROR if settings.gate.check_severity == "ERROR" else dg.AssetCheckSeverity.WARN
+    golden_set = _golden_set(settings)
+    stamps = _stamps(settings, golden_set, severity)
+    retrievals = _retrievals(settings, stamps)
+    answers = _answers(settings, retrievals)
+    return [golden_set, stamps, retrievals, answers, _verdicts(settings, answers, severity)]

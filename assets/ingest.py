@@ -1,8 +1,7 @@
-"""Ingestion assets: corpus -> documents -> chunks -> embeddings. Thin wrappers over ragpipe.ingest."""
+"""Ingestion assets: corpus -> documents -> chunks (then embeddings: assets/embed.py). Thin wrappers over ragpipe.ingest."""
 
 import hashlib
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -10,15 +9,14 @@ import dagster as dg
 
 from assets.automation import RAGPIPE_CONDITION
 from assets.resources import RagpipeResource
-from ragpipe import embed, ingest, parse_shard, shard
-from ragpipe.embed import usable_cpus
+from ragpipe import ingest
 from ragpipe.settings import Settings
 from ragpipe.versions import code_version
 
 GROUP = "ingest"
 
 
-def _version(con: Any, sql: str, params: list[Any] | None = None) -> dg.DataVersion:
+def data_version(con: Any, sql: str, params: list[Any] | None = None) -> dg.DataVersion:
     """A data version from the content of a query: downstream is stale only when the content really changed."""
     h = hashlib.sha256()
     for row in con.execute(sql, params or []).fetchall():
@@ -86,21 +84,21 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             stats = ingest.chunk_documents(s, con, context.run.run_id, log=context.log.info)
             return dg.MaterializeResult(
                 metadata={**stats, "dagster/row_count": stats["chunks"]},
-                data_version=_version(
+                data_version=data_version(
                     con, "SELECT chunk_id FROM chunks WHERE chunker_tag = ? ORDER BY chunk_id", [s.chunker_tag]
                 ),
             )
 
-    return [corpus, documents, chunks, build_embeddings(settings, chunks)]
+    return [corpus, documents, chunks]
 
 
 def _documents_output(con: Any, stats: dict[str, Any]) -> tuple[dict[str, Any], dg.DataVersion]:
     metadata = {**stats, "dagster/row_count": stats["documents"], "errors": dg.MetadataValue.md(_errors_md(con))}
-    return metadata, _version(con, "SELECT doc_id, sha256, parser_tag FROM documents ORDER BY doc_id")
+    return metadata, data_version(con, "SELECT doc_id, sha256, parser_tag FROM documents ORDER BY doc_id")
 
 
 def build_documents(settings: Settings, corpus: dg.AssetsDefinition) -> dg.AssetsDefinition:
-    """One step, or with [scale].parse_shards > 1 a plan -> N shard steps -> merge graph (ragpipe.parse_shard)."""
+    """One step, or with [scale].parse_shards > 1 a plan -> N shard steps -> merge graph (ragpipe.ingest.parse_shards)."""
     common = dict(
         name="documents",
         group_name=GROUP,
@@ -126,7 +124,7 @@ def build_documents(settings: Settings, corpus: dg.AssetsDefinition) -> dg.Asset
     def parse_plan(context: dg.OpExecutionContext, ragpipe: RagpipeResource) -> str:
         """Which files need parsing, one work file per shard (reads DuckDB)."""
         with ragpipe.warehouse() as con:
-            return parse_shard.plan(ragpipe.settings(), con, shards, log=context.log.info)["stage"]
+            return ingest.plan_parse_shards(ragpipe.settings(), con, shards, log=context.log.info)["stage"]
 
     def shard_op(i: int) -> dg.OpDefinition:
         @dg.op(name=f"parse_shard_{i}", tags={"ragpipe/shard": f"{i}/{shards}"})
@@ -135,7 +133,7 @@ def build_documents(settings: Settings, corpus: dg.AssetsDefinition) -> dg.Asset
             # Shards of one run share this machine's cores and memory under the multiprocess executor; on a cluster
             # executor each step has its own machine: RAGPIPE_SHARD_WORKERS says how many parser processes it runs.
             workers = int(os.environ.get("RAGPIPE_SHARD_WORKERS") or 0)
-            stats = parse_shard.parse_shard(
+            stats = ingest.parse_shard(
                 ragpipe.settings(), Path(stage), i, shards, log=context.log.info, workers=workers
             )
             context.add_output_metadata({**stats, "pid": os.getpid()})
@@ -147,7 +145,7 @@ def build_documents(settings: Settings, corpus: dg.AssetsDefinition) -> dg.Asset
     def parse_merge(context: dg.OpExecutionContext, ragpipe: RagpipeResource, stages: list[str]) -> dg.Output:
         """Every shard's results into DuckDB in path order (the same rows whatever the shard count or order)."""
         with ragpipe.warehouse() as con:
-            stats = parse_shard.merge(
+            stats = ingest.merge_parse_shards(
                 ragpipe.settings(), con, context.run.run_id, Path(stages[0]), shards, log=context.log.info
             )
             metadata, version = _documents_output(con, stats)
@@ -159,84 +157,3 @@ def build_documents(settings: Settings, corpus: dg.AssetsDefinition) -> dg.Asset
         return parse_merge([shard_op(i)(stage) for i in range(shards)])
 
     return documents
-
-
-def _embeddings_output(s: Settings, con: Any, stats: dict[str, Any]) -> tuple[dict[str, Any], dg.DataVersion]:
-    metadata = {**stats, "dagster/row_count": stats["vectors"], "lancedb_uri": dg.MetadataValue.path(s.lancedb_uri)}
-    version = _version(
-        con,
-        "SELECT embedder_tag, chunk_id FROM embeddings WHERE embedder_tag = ? ORDER BY chunk_id",
-        [stats["embedder_tag"]],
-    )
-    return metadata, version
-
-
-def _prepare_embedder(context: Any, s: Settings) -> None:
-    """Build a new embedder's local model before taking the warehouse's writer lock (`ragpipe sql` keeps answering)."""
-    t0 = time.perf_counter()
-    if embed.prepare(s.embedder, s.models_dir):
-        context.log.info(f"built the {s.embedder.name} model under {s.models_dir} in {time.perf_counter() - t0:.0f} s")
-
-
-def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.AssetsDefinition:
-    """One step, or with [scale].embed_shards > 1 a plan -> N shard steps -> merge graph (ragpipe.shard)."""
-    common = dict(
-        name="embeddings",
-        group_name=GROUP,
-        kinds={"lancedb", "pytorch"},
-        code_version=code_version(settings, "embedder"),
-        automation_condition=RAGPIPE_CONDITION,
-        description=f"Vectors from the '{settings.embedder.name}' embedder in a LanceDB table per embedder tag. "
-        "Cached by (embedder tag, content hash): unchanged chunks are never re-embedded.",
-    )
-    shards = settings.scale.embed_shards
-    if shards <= 1:
-
-        @dg.asset(deps=[chunks], pool="duckdb", **common)
-        def embeddings(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
-            s = ragpipe.settings()
-            _prepare_embedder(context, s)
-            with ragpipe.warehouse() as con:
-                metadata, version = _embeddings_output(
-                    s, con, ingest.embed_chunks(s, con, context.run.run_id, log=context.log.info)
-                )
-            return dg.MaterializeResult(metadata=metadata, data_version=version)
-
-        return embeddings
-
-    @dg.op(name="embed_plan", pool="duckdb", ins={"start": dg.In(dg.Nothing)})
-    def embed_plan(context: dg.OpExecutionContext, ragpipe: RagpipeResource) -> str:
-        """Which texts need a vector, one work file per shard (reads DuckDB and LanceDB)."""
-        s = ragpipe.settings()
-        _prepare_embedder(context, s)
-        with ragpipe.warehouse() as con:
-            return shard.plan(s, con, shards, log=context.log.info)["stage"]
-
-    def shard_op(i: int) -> dg.OpDefinition:
-        @dg.op(name=f"embed_shard_{i}", tags={"ragpipe/shard": f"{i}/{shards}"})
-        def embed_shard(context: dg.OpExecutionContext, ragpipe: RagpipeResource, stage: str) -> str:
-            """One shard's vectors into the staging directory; touches no database, so shards run in parallel."""
-            # Shards of one run share this machine's cores under the multiprocess executor; on a cluster executor
-            # each step has its own machine: RAGPIPE_SHARD_THREADS says so.
-            threads = int(os.environ.get("RAGPIPE_SHARD_THREADS") or max(1, usable_cpus() // shards))
-            stats = shard.embed_shard(ragpipe.settings(), Path(stage), i, shards, log=context.log.info, threads=threads)
-            context.add_output_metadata({**stats, "threads": threads, "pid": os.getpid()})
-            return stage
-
-        return embed_shard
-
-    @dg.op(name="embed_merge", pool="duckdb")
-    def embed_merge(context: dg.OpExecutionContext, ragpipe: RagpipeResource, stages: list[str]) -> dg.Output:
-        """Every shard's vectors into the LanceDB table (content-hash sync: any order gives the same table)."""
-        s = ragpipe.settings()
-        with ragpipe.warehouse() as con:
-            stats = shard.merge(s, con, context.run.run_id, Path(stages[0]), shards, log=context.log.info)
-            metadata, version = _embeddings_output(s, con, stats)
-        return dg.Output(None, metadata=metadata, data_version=version)
-
-    @dg.graph_asset(ins={"chunks": dg.AssetIn(key=chunks.key, dagster_type=dg.Nothing)}, **common)
-    def embeddings(chunks):  # type: ignore[no-untyped-def]
-        stage = embed_plan(chunks)
-        return embed_merge([shard_op(i)(stage) for i in range(shards)])
-
-    return embeddings

@@ -27,13 +27,13 @@ GROUP = "niah"
 
 
 def _version(settings: Settings, *sections: str) -> str:
-    from ragpipe.niah import IMPL_VERSION, niah_settings
+    from ragpipe.niah import NIAH_VERSION
 
-    payload = {"niah": dataclasses.asdict(niah_settings(settings))}
+    payload = {"niah": dataclasses.asdict(settings.niah)}
     for s in sections:
         payload[s] = settings.versioned(s)
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:10]
-    return f"v{IMPL_VERSION}-{digest}"
+    return f"v{NIAH_VERSION}-{digest}"
 
 
 def _img(path: str) -> str:
@@ -54,7 +54,7 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         "counted with the named local tokenizer; the same seed gives the same haystacks.",
     )
     def niah_haystacks(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
-        from ragpipe.niah.trials import build_haystacks
+        from ragpipe.niah import build_haystacks
 
         with ragpipe.warehouse() as con:
             stats = build_haystacks(ragpipe.settings(), con, context.run.run_id, log=context.log.info)
@@ -71,7 +71,7 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         "full-context subjects: one niah_trials row per trial and subject.",
     )
     def niah_trials(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
-        from ragpipe.niah.run import run_trials
+        from ragpipe.niah import run_trials
 
         last = {"stage": "", "pct": -1}
 
@@ -98,13 +98,12 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         "effective context length and positional bias raised only when the intervals support them.",
     )
     def niah_report(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
-        from ragpipe.niah import niah_settings
-        from ragpipe.niah.report import render_text, report
+        from ragpipe.niah import render_text, report
 
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
             result = report(s, con, log=context.log.info)
-            text = render_text(result, con, niah_settings(s).effective_threshold)
+            text = render_text(result, con, s.niah.effective_threshold)
         # The figures first, so they head the materialization in the UI: one per subject, metrics side by side.
         metadata: dict[str, object] = {
             "figures": dg.MetadataValue.md("\n\n".join(f"**{Path(p).stem}**\n\n{_img(p)}" for p in result["figures"]))

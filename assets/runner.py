@@ -144,7 +144,7 @@ def materialize_stale(
 def run_compare(settings_file: str, overrides: list[str], candidate: str, instance: dg.DagsterInstance) -> Any:
     """The ragpipe_compare job in this process, on the project's instance (the run shows in the UI): the Comparison,
     or the failed run's result."""
-    from ragpipe.compare import Comparison
+    from ragpipe.reports import Comparison
 
     job = build_definitions(settings_file).get_job_def("ragpipe_compare")
     result = job.execute_in_process(

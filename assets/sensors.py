@@ -5,7 +5,7 @@ from typing import Any
 import dagster as dg
 
 from assets.resources import RagpipeResource
-from ragpipe.corpus import scan_corpus
+from ragpipe.ingest import scan_corpus
 from ragpipe.settings import Settings
 
 EVAL_ASSETS = ["retrievals", "answers", "verdicts"]

@@ -88,7 +88,7 @@ def write_settings(
 
 def select_files(docs: Path, limit: int | None, larger_than_mb: float | None) -> tuple[list[str], list[dict[str, Any]]]:
     """(included relative paths, excluded [{path, bytes, why}]) in the corpus scan's own (sorted) order."""
-    from ragpipe.corpus import scan_corpus
+    from ragpipe.ingest import scan_corpus
 
     scan = scan_corpus(docs, ("**/.*",))
     included, excluded = [], []

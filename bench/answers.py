@@ -20,10 +20,10 @@ HERE = Path(__file__).resolve().parents[1]
 if str(HERE) not in sys.path:
     sys.path.append(str(HERE))  # after PYTHONPATH: another checkout's ragpipe wins when given
 
-from ragpipe.answer import Answer  # noqa: E402
 from ragpipe.golden import GoldenTest, load_golden  # noqa: E402
+from ragpipe.rag import Answer  # noqa: E402
 from ragpipe.settings import AnswererSettings  # noqa: E402
-from ragpipe.verdict import decide  # noqa: E402
+from ragpipe.verdicts import decide  # noqa: E402
 
 FIXTURES = HERE / "tests" / "fixtures" / "answers"
 SETS = (

@@ -4,10 +4,10 @@
                                         [--data DIR] [--workdir DIR] [--readme]
 
 Every abstract becomes one chunk (chunk id = Cranfield doc id) embedded by ragpipe.embed.load_embedder into a LanceDB
-table through ragpipe.store.sync_vectors, with the native BM25 index of ragpipe.store.ensure_fts_index. The 225 queries
-are run through ragpipe.retrieve.retrieve_many (all queries of a mode in one call): vector, full-text and hybrid
+table through ragpipe.embed.sync_vectors, with the native BM25 index of ragpipe.embed.ensure_fts_index. The 225 queries
+are run through ragpipe.rag.retrieve_many (all queries of a mode in one call): vector, full-text and hybrid
 (reciprocal-rank fusion of both at depth 4k), k results each. nDCG@10, recall@100 and MRR are computed with
-ragpipe.metrics AND with trec_eval's C code (pytrec_eval, from pytrec-eval-terrier in the dev extra) on the same
+ragpipe.rag.ranking AND with trec_eval's C code (pytrec_eval, from pytrec-eval-terrier in the dev extra) on the same
 rankings; both are printed with the largest absolute difference over every per-query value and mean.
 
 The rankings are evaluated as ragpipe returned them: trec_eval re-sorts by score and breaks ties by doc id, so it is
@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import RESULTS, ROOT, machine, write_json  # noqa: E402
 
-from ragpipe import metrics, retrieve, store  # noqa: E402
-from ragpipe.chunk import Chunk, content_hash  # noqa: E402
+from ragpipe import embed, rag  # noqa: E402
 from ragpipe.embed import Embedder, load_embedder  # noqa: E402
+from ragpipe.ingest import Chunk, content_hash  # noqa: E402
 from ragpipe.settings import EmbedderSettings  # noqa: E402
 
 DEFAULT_DATA = (ROOT / ".." / "shared" / "data" / "cranfield" / "beir_format").resolve()
@@ -49,7 +49,7 @@ NDCG_K, RECALL_K = 10, 100
 def load_cranfield(data: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, int]]]:
     corpus = [json.loads(line) for line in (data / "corpus.jsonl").open(encoding="utf-8") if line.strip()]
     queries = [json.loads(line) for line in (data / "queries.jsonl").open(encoding="utf-8") if line.strip()]
-    qrels = metrics.load_beir_qrels(str(data / "qrels" / "test.tsv"))
+    qrels = rag.load_beir_qrels(str(data / "qrels" / "test.tsv"))
     return corpus, queries, qrels
 
 
@@ -76,15 +76,15 @@ def chunks_of(corpus: list[dict[str, Any]]) -> list[Chunk]:
 def run_retrieval(
     emb: Embedder, chunks: list[Chunk], queries: list[dict[str, Any]], lancedb_dir: Path, k: int
 ) -> tuple[dict[str, dict[str, list[str]]], dict[str, float]]:
-    """{mode: {query_id: ranked doc ids}} and timings, through ragpipe.store and ragpipe.retrieve."""
+    """{mode: {query_id: ranked doc ids}} and timings, through ragpipe.embed and ragpipe.rag."""
     timings: dict[str, float] = {}
-    db = store.connect(lancedb_dir)
+    db = embed.connect(lancedb_dir)
     t0 = time.perf_counter()
-    table, sync = store.sync_vectors(db, emb, chunks, run_id=uuid.uuid4().hex)
+    table, sync = embed.sync_vectors(db, emb, chunks, run_id=uuid.uuid4().hex)
     timings["sync_vectors_s"] = time.perf_counter() - t0
     timings["encode_corpus_s"] = sync.encode_seconds
     t0 = time.perf_counter()
-    store.ensure_fts_index(table)
+    embed.ensure_fts_index(table)
     timings["fts_index_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     qvecs = emb.encode([q["text"] for q in queries])
@@ -92,7 +92,7 @@ def run_retrieval(
     runs: dict[str, dict[str, list[str]]] = {m: {} for m in MODES}
     for mode in MODES:
         t0 = time.perf_counter()
-        ranked = retrieve.retrieve_many(table, mode, k, [q["text"] for q in queries], qvecs)
+        ranked = rag.retrieve_many(table, mode, k, [q["text"] for q in queries], qvecs)
         for q, hits in zip(queries, ranked):
             runs[mode][q["_id"]] = [h.chunk_id for h in hits]
         timings[f"search_{mode}_ms_per_query"] = 1000 * (time.perf_counter() - t0) / len(queries)
@@ -103,14 +103,14 @@ def run_retrieval(
 
 
 def reference_eval(run: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dict[str, Any]:
-    """trec_eval (pytrec_eval) on the same rankings: per query, and means over ragpipe.metrics' query set."""
+    """trec_eval (pytrec_eval) on the same rankings: per query, and means over ragpipe.rag.ranking' query set."""
     import pytrec_eval
 
     scored = {q: {d: float(len(ids) - i) for i, d in enumerate(ids)} for q, ids in run.items() if ids}
     measures = {f"ndcg_cut.{NDCG_K}", f"recall.{RECALL_K}", "recip_rank"}
     res = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(scored)
     names = {f"ndcg@{NDCG_K}": f"ndcg_cut_{NDCG_K}", f"recall@{RECALL_K}": f"recall_{RECALL_K}", "mrr": "recip_rank"}
-    evaluated = metrics.evaluated_queries(qrels)
+    evaluated = rag.evaluated_queries(qrels)
     per = {ours: {q: (res[q][key] if q in res else 0.0) for q in evaluated} for ours, key in names.items()}
     out: dict[str, Any] = {
         "n_queries": len(evaluated),
@@ -122,7 +122,7 @@ def reference_eval(run: dict[str, list[str]], qrels: dict[str, dict[str, int]]) 
 
 
 def compare(run: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dict[str, Any]:
-    ours = metrics.evaluate(run, qrels, ndcg_k=NDCG_K, recall_k=RECALL_K, mrr_k=None)
+    ours = rag.evaluate_ranking(run, qrels, ndcg_k=NDCG_K, recall_k=RECALL_K, mrr_k=None)
     ref = reference_eval(run, qrels)
     diff = 0.0
     for name in ours["per_query"]:  # type: ignore[union-attr]
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     chunks = chunks_of(corpus)
     print(
         f"Cranfield: {len(corpus)} documents, {len(queries)} queries, "
-        f"{sum(len(v) for v in qrels.values())} qrels rows, {len(metrics.evaluated_queries(qrels))} queries with relevant docs"
+        f"{sum(len(v) for v in qrels.values())} qrels rows, {len(rag.evaluated_queries(qrels))} queries with relevant docs"
     )
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ragpipe-cranfield-"))
     results = []
@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(table)
     overall = max((m["max_abs_diff"] for r in results if "modes" in r for m in r["modes"].values()), default=0.0)
-    print(f"\nlargest |ragpipe.metrics - trec_eval| over all per-query values and means: {overall:.2e}")
+    print(f"\nlargest |ragpipe.rag.ranking - trec_eval| over all per-query values and means: {overall:.2e}")
     command = "python bench/cranfield.py " + " ".join(argv if argv is not None else sys.argv[1:])
     write_json(
         args.out,
@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             "k": args.k,
             "n_documents": len(corpus),
             "n_queries": len(queries),
-            "metric_conventions": "ragpipe.metrics module docstring; reference: pytrec_eval (trec_eval) ndcg_cut.10, recall.100, recip_rank",
+            "metric_conventions": "ragpipe.rag.ranking module docstring; reference: pytrec_eval (trec_eval) ndcg_cut.10, recall.100, recip_rank",
             "max_abs_diff_overall": overall,
             "results": results,
             "machine": machine(),
@@ -272,9 +272,9 @@ def readme_section(results: list[dict[str, Any]], overall: float, command: str) 
 
 Cranfield 1400 in BEIR layout (`shared/data/cranfield/beir_format`): 1,400 aeronautics abstracts, each one chunk;
 225 queries; 1,612 graded qrels (4 = complete answer … 1 = minimum interest; every query has a relevant document).
-Embedded through `ragpipe.store.sync_vectors` into LanceDB with `ragpipe.store.ensure_fts_index`; retrieved with
-`ragpipe.retrieve` (vector, native BM25 full-text, hybrid = reciprocal-rank fusion at depth 4k), k = 100.
-Metrics from `ragpipe.metrics` (linear-gain nDCG@10, recall@100, MRR without cutoff; means over the 225 queries) and,
+Embedded through `ragpipe.embed.sync_vectors` into LanceDB with `ragpipe.embed.ensure_fts_index`; retrieved with
+`ragpipe.rag` (vector, native BM25 full-text, hybrid = reciprocal-rank fusion at depth 4k), k = 100.
+Metrics from `ragpipe.rag.ranking` (linear-gain nDCG@10, recall@100, MRR without cutoff; means over the 225 queries) and,
 for the same rankings, from trec_eval's C code via pytrec_eval (`pytrec-eval-terrier`, dev extra). Largest absolute
 difference over every per-query value and mean: **{overall:.1e}**.
 

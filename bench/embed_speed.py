@@ -51,7 +51,8 @@ from cranfield import (  # noqa: E402
     replace_readme_section,
 )
 
-from ragpipe.embed import load_embedder, usable_cpus  # noqa: E402
+from ragpipe.core import usable_cpus  # noqa: E402
+from ragpipe.embed import load_embedder  # noqa: E402
 from ragpipe.settings import EmbedderSettings  # noqa: E402
 
 BACKENDS = ("minilm", "minilm-onnx", "minilm-onnx-int8")

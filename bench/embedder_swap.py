@@ -25,11 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import ragpipe  # noqa: E402,F401  (offline environment first)
-from ragpipe import store  # noqa: E402
+from ragpipe import embed  # noqa: E402
 from ragpipe.cli import main as ragpipe_main  # noqa: E402
 from ragpipe.embed import load_embedder  # noqa: E402
 from ragpipe.golden import load_golden  # noqa: E402
-from ragpipe.retrieve import retrieve_many  # noqa: E402
+from ragpipe.rag import retrieve_many  # noqa: E402
 from ragpipe.settings import Settings, load_settings  # noqa: E402
 from ragpipe.warehouse import connect  # noqa: E402
 
@@ -63,7 +63,7 @@ def evaluate(s: Settings, depth: int) -> tuple[dict[str, str], dict[str, int | N
             ).fetchall()
         }
     emb = load_embedder(s.embedder, s.models_dir)
-    table = store.open_store(s).open_table(store.table_name(emb.tag))
+    table = embed.open_store(s).open_table(embed.table_name(emb.tag))
     tests = load_golden(s.golden.path).tests
     vectors = emb.encode([t.question for t in tests])
     ranks: dict[str, int | None] = {}
@@ -74,7 +74,7 @@ def evaluate(s: Settings, depth: int) -> tuple[dict[str, str], dict[str, int | N
         anchors = stamped.get(t.question_id) or t.anchor_ids  # the re-stamped ids the verdict used
         found = [ids.index(a) + 1 for a in anchors if a in ids]
         ranks[t.question_id] = min(found) if found else None
-    rows = store.table_rows(table, ["chunk_id", "vector"])
+    rows = embed.table_rows(table, ["chunk_id", "vector"])
     return verdicts, ranks, {r["chunk_id"]: np.asarray(r["vector"], dtype=np.float32) for r in rows}
 
 

@@ -10,8 +10,8 @@ tests generated deterministically (--seed) from the sentences of its chunks: pos
 sentence and whose expected answer is a number or a word of it, negative tests whose trap is a real sentence with a
 number, asked about another year. Without --realdocs the existing warehouse of --settings is used with its golden set.
 
-Runs the three evaluation stages of ragpipe/evaluate.py (embedder loaded once; --warmup untimed passes, then
---repeat timed ones, per path) with batched retrieval (ragpipe.retrieve.retrieve_many, as the library runs) and with
+Runs the three evaluation stages of ragpipe/evaluate/ (embedder loaded once; --warmup untimed passes, then
+--repeat timed ones, per path) with batched retrieval (ragpipe.rag.retrieve_many, as the library runs) and with
 one retrieve() call per question, prints per-stage seconds and questions/s for both and their ratio, and the number
 of tests whose verdict, reason or anchor rank differs between the paths and passes: the exit status is 1 when any
 differs. Its own eval runs are removed afterwards. Run from a checkout of a library without retrieve_many, it
@@ -34,7 +34,8 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ragpipe  # noqa: E402,F401  (offline environment)
-from ragpipe import evaluate, ingest, retrieve  # noqa: E402
+import ragpipe.evaluate.retrievals as retrievals  # noqa: E402  (its retrieve_many is swapped per pass)
+from ragpipe import embed, evaluate, ingest, rag  # noqa: E402
 from ragpipe.embed import load_embedder  # noqa: E402
 from ragpipe.settings import Settings, load_settings  # noqa: E402
 from ragpipe.warehouse import connect  # noqa: E402
@@ -102,7 +103,7 @@ def build_realdocs(workdir: Path, docs: Path, embedder: str, mode: str, models_d
             ("corpus", ingest.sync_corpus),
             ("documents", ingest.parse_documents),
             ("chunks", ingest.chunk_documents),
-            ("embeddings", ingest.embed_chunks),
+            ("embeddings", embed.embed_chunks),
         ]:
             log(f"ingest: {name}")
             stage(s, con, "bench-ingest", lambda m: log("  " + m))
@@ -116,7 +117,7 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z-]{5,}")
 
 def synthetic_golden(con: Any, chunker_tag: str, n: int, seed: int, embedder_tag: str) -> list[dict[str, Any]]:
     """`n` tests from the sentences of the chunks (every quote checked to occur in its document), in a fixed order."""
-    from ragpipe.quotes import plain_form, quote_form
+    from ragpipe.golden import plain_form, quote_form
 
     docs = evaluate.documents_text(con)
     plain: dict[str, str] = {}
@@ -184,16 +185,16 @@ def synthetic_golden(con: Any, chunker_tag: str, n: int, seed: int, embedder_tag
 def one_by_one(table: Any, mode: str, k: int, queries: list[str], vectors: Any, nprobes: int = 20) -> list[Any]:
     """The old path: one retrieve() call (one vector and one full-text query) per question."""
     return [
-        retrieve.retrieve(table, mode, k, q, vectors[i] if vectors is not None else None, nprobes)
+        rag.retrieve(table, mode, k, q, vectors[i] if vectors is not None else None, nprobes)
         for i, q in enumerate(queries)
     ]
 
 
 def run_path(s: Settings, con: Any, emb: Any, rid: str, retrieve_many: Callable[..., Any] | None) -> dict[str, Any]:
     """The three stages; `retrieve_many` replaces the library's for this pass (None: the library as it is)."""
-    original = getattr(evaluate, "retrieve_many", None)
+    original = getattr(retrievals, "retrieve_many", None)
     if retrieve_many is not None:
-        evaluate.retrieve_many = retrieve_many
+        retrievals.retrieve_many = retrieve_many
     try:
         t0 = time.perf_counter()
         r = evaluate.retrieve_stage(s, con, rid, trigger="bench", embedder=emb)
@@ -204,7 +205,7 @@ def run_path(s: Settings, con: Any, emb: Any, rid: str, retrieve_many: Callable[
         t3 = time.perf_counter()
     finally:
         if retrieve_many is not None:
-            evaluate.retrieve_many = original
+            retrievals.retrieve_many = original
     verdicts = con.execute(
         "SELECT question_id, verdict, reason, anchor_rank FROM verdicts WHERE eval_run_id = ? ORDER BY question_id",
         [rid],

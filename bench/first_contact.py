@@ -28,9 +28,9 @@ HERE = Path(__file__).resolve().parents[1]
 if str(HERE) not in sys.path:
     sys.path.append(str(HERE))
 
-from ragpipe.answer import Answer  # noqa: E402
 from ragpipe.golden import GoldenTest, load_golden  # noqa: E402
-from ragpipe.verdict import decide  # noqa: E402
+from ragpipe.rag import Answer  # noqa: E402
+from ragpipe.verdicts import decide  # noqa: E402
 
 DATA = HERE / "bench" / "data" / "first_contact"
 SQUAD = HERE.parent / "shared" / "data" / "squad2_dev" / "golden_squad.json"

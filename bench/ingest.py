@@ -3,7 +3,7 @@
     .venv/bin/python bench/ingest.py [--docs DIR] [--limit N] [--batch-size 64] [--exclude-larger-than MB]
                                      [--parse-timeout S] [--no-embed] [--workdir DIR]
 
-Runs ragpipe's library stage functions (ragpipe/ingest.py: sync_corpus, parse_documents, chunk_documents, embed_chunks)
+Runs ragpipe's library stage functions (ragpipe.ingest: sync_corpus, parse_documents, chunk_documents; ragpipe.embed: embed_chunks)
 on a DuckDB connection from ragpipe.warehouse.connect, in a throwaway project (settings file + warehouse in a temporary
 directory). The corpus directory is the realdocs docs directory itself, only read. The Dagster runner is not used: it
 adds its own per-run overhead and hides the stage boundaries; the library functions are what its assets call.
@@ -50,10 +50,13 @@ from _common import (  # noqa: E402
     write_settings,
 )
 
-import ragpipe.ingest as ingest  # noqa: E402
-import ragpipe.parse_pool as parse  # noqa: E402
-import ragpipe.store as store  # noqa: E402
-from ragpipe.embed import load_embedder  # noqa: E402
+# The stages' own modules, for the timers: they wrap what those modules call (install_timers).
+import ragpipe.embed.stage as embed_stage  # noqa: E402
+import ragpipe.embed.store as store  # noqa: E402
+import ragpipe.ingest.parse_pool as parse  # noqa: E402
+import ragpipe.ingest.stages as stages  # noqa: E402
+from ragpipe import ingest  # noqa: E402
+from ragpipe.embed import embed_chunks, load_embedder  # noqa: E402
 from ragpipe.warehouse import connect  # noqa: E402
 
 STAGES = ("corpus", "documents", "chunks", "embeddings")
@@ -95,14 +98,14 @@ class ParseRecorder:
 
 def install_timers(timers: Timers) -> None:
     """Finer timings inside the stages, by wrapping the functions the stages call (in this process only)."""
-    timers.wrap(ingest, "scan_corpus", "corpus.scan_corpus")
+    timers.wrap(stages, "scan_corpus", "corpus.scan_corpus")
     if hasattr(parse, "ParserPool"):
         timers.wrap(parse.ParserPool, "parse_json", "documents.worker_parse (in the parser worker, incl. transfer)")
         timers.wrap(parse, "elements_from_json", "documents.elements_from_json (rebuild elements in the parent)")
-    timers.wrap(ingest, "parse_file", "documents.parse_file (in-process fallback)")
-    timers.wrap(ingest, "elements_from_json", "chunks.elements_from_json")
-    timers.wrap(ingest, "chunk_document", "chunks.chunk_document")
-    timers.wrap(ingest, "current_chunk_keys", "embeddings.current_chunks")
+    timers.wrap(stages, "parse_file", "documents.parse_file (in-process fallback)")
+    timers.wrap(stages, "elements_from_json", "chunks.elements_from_json")
+    timers.wrap(stages, "chunk_document", "chunks.chunk_document")
+    timers.wrap(embed_stage, "current_chunk_keys", "embeddings.current_chunks")
     timers.wrap(store, "sync_vectors", "embeddings.sync_vectors")
     timers.wrap(store, "ensure_fts_index", "embeddings.ensure_fts_index")
     timers.wrap(store, "table_columns", "embeddings.table_columns (diff + DuckDB mirror)")
@@ -142,7 +145,7 @@ def run_all(
         "corpus": lambda: ingest.sync_corpus(settings, con, run_id, stage_log),
         "documents": lambda: ingest.parse_documents(settings, con, run_id, stage_log),
         "chunks": lambda: ingest.chunk_documents(settings, con, run_id, stage_log),
-        "embeddings": lambda: ingest.embed_chunks(settings, con, run_id, stage_log, embedder=emb),
+        "embeddings": lambda: embed_chunks(settings, con, run_id, stage_log, embedder=emb),
     }
     out: dict[str, Any] = {"run_id": run_id, "stages": {}}
     for stage in STAGES if embed else STAGES[:3]:
@@ -274,7 +277,7 @@ def main() -> int:
     timers = Timers()
     install_timers(timers)
     recorder = ParseRecorder()
-    undo = [recorder.wrap(ingest, "parse_file", 0)]
+    undo = [recorder.wrap(stages, "parse_file", 0)]
     if hasattr(parse, "ParserPool"):
         undo.append(recorder.wrap(parse.ParserPool, "parse_json", 1))
 
@@ -297,7 +300,7 @@ def main() -> int:
             "corpus_exclude": patterns[:1]
             + ([f"... plus the {len(patterns) - 1} excluded files"] if len(patterns) > 1 else []),
         },
-        "method": "library stage functions from ragpipe/ingest.py on a ragpipe.warehouse.connect connection; "
+        "method": "library stage functions from ragpipe.ingest and ragpipe.embed on a ragpipe.warehouse.connect connection; "
         "inner timings by wrapping library functions in the benchmark process; "
         f"per-stage RSS: {StagePeak().method}; whole process: getrusage ru_maxrss",
     }
@@ -339,7 +342,7 @@ def main() -> int:
                 log(f"full: {len(chunks)} chunks, {len(texts)} distinct texts to embed")
                 full["stages"]["embeddings"] = run_stage(
                     "embeddings",
-                    lambda: ingest.embed_chunks(settings, con, rid, stage_log, embedder=emb),
+                    lambda: embed_chunks(settings, con, rid, stage_log, embedder=emb),
                     "full",
                     timers,
                 )

@@ -119,7 +119,7 @@ def prefix_cache_speed(text: str, lengths: list[int], gen: int, threads: int) ->
     question's KV cache reused (what the methods of one NIAH needle do). Whole answer() latency, generation included."""
     import torch
 
-    from ragpipe.answer import SmolLM2Answerer
+    from ragpipe.rag import SmolLM2Answerer
     from ragpipe.settings import AnswererSettings, OpenAISettings
 
     torch.set_num_threads(threads)

@@ -89,10 +89,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, help="keep the warehouse here instead of a temporary directory")
     args = ap.parse_args(argv)
 
-    from ragpipe.niah import NEEDLE_TYPES, build_haystack, load_tokenizer, make_needles, place_needle, source_paragraphs
-    from ragpipe.niah.report import render_text, report
-    from ragpipe.niah.run import new_run_id, run_trials
-    from ragpipe.settings import load_settings
+    from ragpipe.niah import (
+        build_haystack,
+        load_tokenizer,
+        make_needles,
+        new_run_id,
+        place_needle,
+        render_text,
+        report,
+        run_trials,
+        source_paragraphs,
+    )
+    from ragpipe.settings import NEEDLE_TYPES, load_settings
     from ragpipe.warehouse import connect
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="niah-bench-"))

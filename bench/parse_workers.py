@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/parse_workers.py [--workers 1,2] [--formats md,html,txt] [--limit 60] [--rounds 1]
 
-Each configuration gets a fresh ragpipe.parse_pool.ParserPool of that many workers, warmed first (every worker has
+Each configuration gets a fresh ragpipe.ingest.ParserPool of that many workers, warmed first (every worker has
 started and imported each format's partitioner: start-up is reported separately), then parses the selected files
 through as many threads as workers, as the documents stage does. Reported: documents/s, MB/s, wall time, the ratio to
 the first configuration, and each worker's resident size (VmRSS, VmHWM) after the run. Rounds alternate the
@@ -19,7 +19,8 @@ from typing import Any
 
 from _common import DEFAULT_DOCS, RESULTS, machine, select_files, write_json
 
-from ragpipe.parse_pool import ParserPool, available_memory_mb, parser_workers
+from ragpipe.core import available_memory_mb
+from ragpipe.ingest import ParserPool, parser_workers
 from ragpipe.settings import ParserSettings
 
 

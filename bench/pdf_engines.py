@@ -48,7 +48,7 @@ def pdfminer_text(path: Path) -> int:
 
 
 def ragpipe_engine(engine: str) -> Callable[[Path], int]:
-    from ragpipe.parse import parse_file
+    from ragpipe.ingest import parse_file
 
     return lambda path: len(parse_file(path, pdf_engine=engine, timeout_s=0).text)
 
@@ -102,7 +102,7 @@ def speed(files: list[Path], docs: Path) -> dict[str, Any]:
 
 
 def quality(docs: Path, engine: str, work: Path) -> dict[str, Any]:
-    from ragpipe import evaluate, ingest
+    from ragpipe import embed, evaluate, ingest
     from ragpipe.settings import load_settings
     from ragpipe.warehouse import connect
 
@@ -124,7 +124,7 @@ def quality(docs: Path, engine: str, work: Path) -> dict[str, Any]:
         ingest.sync_corpus(s, con, rid)
         parsed = ingest.parse_documents(s, con, rid)
         chunks = ingest.chunk_documents(s, con, rid)
-        ingest.embed_chunks(s, con, rid)
+        embed.embed_chunks(s, con, rid)
         evaluate.load_golden_stage(s, con, rid)
         stamps = evaluate.stamp_stage(s, con, rid)
         r = evaluate.retrieve_stage(s, con, rid)

@@ -13,7 +13,7 @@ Held equal across the tools:
              directory under the work directory before any timing), behind one counting wrapper: ragpipe gets it
              injected into its embeddings stage; LlamaIndex gets it as a BaseEmbedding subclass, LangChain as an
              Embeddings subclass. "embedded" = texts handed to that wrapper's encode, for every tool alike.
-  parsing    ragpipe's unstructured partitioning (ragpipe.parse_pool.ParserPool: the same worker process, PDF strategy
+  parsing    ragpipe's unstructured partitioning (ragpipe.ingest.ParserPool: the same worker process, PDF strategy
              fast, same limits). The peers load every file on every run and then deduplicate by hash (their
              normal flow); ragpipe skips unchanged files by content hash before parsing (its design).
   chunk size 800 characters, no overlap: ragpipe strategy "sentences" (whole sentences packed up to 800, across
@@ -23,8 +23,8 @@ Held equal across the tools:
   text       the chunk text alone is embedded (LlamaIndex documents exclude their metadata from the embed text).
 
 State, persisted between the runs of one tool in the work directory:
-  ragpipe    its real ingestion stages (ragpipe/ingest.py: sync_corpus, parse_documents, chunk_documents,
-             embed_chunks) into DuckDB + LanceDB, as bench/ingest.py runs them.
+  ragpipe    its real ingestion stages (ragpipe.ingest: sync_corpus, parse_documents, chunk_documents,
+             ragpipe.embed: embed_chunks) into DuckDB + LanceDB, as bench/ingest.py runs them.
   llamaindex IngestionPipeline(transformations=[splitter, embed_model], docstore=SimpleDocumentStore(),
              vector_store=SimpleVectorStore(), cache=IngestionCache(), docstore_strategy=UPSERTS), documents with
              id_ = the file's path; pipeline.persist/load and SimpleVectorStore.persist/from_persist_path (JSON).
@@ -77,7 +77,7 @@ SCENARIOS = ("full", "noop", "one-doc")
 EMBEDDER = "minilm-onnx-int8"
 CHUNK_CHARS = 800
 PARSE_TIMEOUT_S = 1800.0  # as bench/ingest.py: the library default (120 s) stops the largest PDF on 2 cores
-EXTS = (".md", ".markdown", ".txt", ".text", ".rst", ".html", ".htm", ".pdf", ".docx")  # ragpipe.parse.SUPPORTED
+EXTS = (".md", ".markdown", ".txt", ".text", ".rst", ".html", ".htm", ".pdf", ".docx")  # ragpipe.ingest.SUPPORTED
 
 
 def log(msg: str) -> None:
@@ -161,7 +161,7 @@ def make_embedder(models_dir: Path, batch_size: int) -> Counting:
 
 def parse_all(corpus: Path, files: list[str], phases: dict[str, float], stats: dict[str, Any]):
     """Yield (relative path, document text) for every file, parsed by ragpipe's worker pool; failures are skipped."""
-    from ragpipe.parse_pool import shared_pool
+    from ragpipe.ingest import shared_pool
 
     pool = shared_pool()
     ok = failed = 0
@@ -184,7 +184,7 @@ def parse_all(corpus: Path, files: list[str], phases: dict[str, float], stats: d
 def run_ragpipe(cfg: dict[str, Any], emb: Counting, phases: dict[str, float], stats: dict[str, Any]) -> None:
     from _common import SETTINGS_TOML, toml_str
 
-    import ragpipe.ingest as ingest
+    from ragpipe import embed, ingest
     from ragpipe.settings import load_settings
     from ragpipe.warehouse import connect
 
@@ -211,7 +211,7 @@ def run_ragpipe(cfg: dict[str, Any], emb: Counting, phases: dict[str, float], st
             ("corpus", lambda: ingest.sync_corpus(settings, con, run_id)),
             ("documents", lambda: ingest.parse_documents(settings, con, run_id)),
             ("chunks", lambda: ingest.chunk_documents(settings, con, run_id)),
-            ("embeddings", lambda: ingest.embed_chunks(settings, con, run_id, embedder=emb)),
+            ("embeddings", lambda: embed.embed_chunks(settings, con, run_id, embedder=emb)),
         ):
             t = time.perf_counter()
             out = fn()
@@ -547,7 +547,7 @@ def main() -> int:
             "batch_size": args.batch_size,
             "peer_batch": args.peer_batch,
             "chunk_chars": CHUNK_CHARS,
-            "parser": f"ragpipe.parse_pool.ParserPool, pdf fast, timeout {PARSE_TIMEOUT_S:g} s",
+            "parser": f"ragpipe.ingest.ParserPool, pdf fast, timeout {PARSE_TIMEOUT_S:g} s",
         },
         "runs": {},
     }

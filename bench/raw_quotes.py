@@ -22,8 +22,8 @@ HERE = Path(__file__).resolve().parents[1]
 if str(HERE) not in sys.path:
     sys.path.append(str(HERE))
 
-from ragpipe.parse import format_of, parse_file  # noqa: E402
-from ragpipe.restamp import Restamper  # noqa: E402
+from ragpipe.golden import Restamper  # noqa: E402
+from ragpipe.ingest import format_of, parse_file  # noqa: E402
 
 DOCS = HERE.parent / "shared" / "data" / "realdocs" / "docs"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*_\[(\"])")

@@ -49,11 +49,10 @@ from _common import (  # noqa: E402
     write_settings,
 )
 
-import ragpipe.ingest as ingest  # noqa: E402
+from ragpipe import ingest  # noqa: E402
+from ragpipe.core import collapse_whitespace as normalize  # noqa: E402
 from ragpipe.evaluate import documents_text, restamper_for  # noqa: E402
-from ragpipe.golden import GoldenTest, load_golden, rewrite_fields  # noqa: E402
-from ragpipe.restamp import ChunkSpan, Restamper, id_value
-from ragpipe.text import collapse_whitespace as normalize  # noqa: E402
+from ragpipe.golden import ChunkSpan, GoldenTest, Restamper, id_value, load_golden, rewrite_fields  # noqa: E402
 from ragpipe.warehouse import connect  # noqa: E402
 
 TARGET_S = 2.0

@@ -11,16 +11,16 @@ memory   builds corpora of 1x, 3x, 10x perturbed copies of --files realdocs Mark
          chunk, embed into LanceDB; ragpipe.ingest, no Dagster, one warehouse connection per stage as the assets
          open; --one-connection: all on one) and reports the process's peak RSS, overall and after each stage, next
          to the bytes of the vectors it holds. Each size runs twice: streamed (the default: new rows embedded and
-         added ragpipe.store.SLICE_ROWS at a time) and as one slice (the whole corpus's texts at once), in the same run.
+         added ragpipe.embed.SLICE_ROWS at a time) and as one slice (the whole corpus's texts at once), in the same run.
          --all-formats: every realdocs file (--files 0: all 188), HTML perturbed the same way (" [rev j]" before each
          closing </p>, </li>, </dt>, </dd>, </td>, </pre> and heading tag), PDFs copied unchanged (their chunks' texts
          repeat across copies, so their vectors are reused by content hash, not embedded again). --streamed-only skips
          the one-slice run.
 recall   real embeddings: Cranfield abstracts, and passages of up to 200 characters of realdocs' Markdown and text
-         files and the Paul Graham essays, embedded by --embedder; recall@10 of the ANN index (ragpipe.store.ensure_vector_index, as
+         files and the Paul Graham essays, embedded by --embedder; recall@10 of the ANN index (ragpipe.embed.ensure_vector_index, as
          built above [retriever].ann_min_rows) against exact search, for the 225 Cranfield queries.
 latency  synthetic clustered unit vectors (384 dims) in a LanceDB table with ragpipe's schema: p50/p95 latency of
-         ragpipe.retrieve.vector_search, flat (exact) and with the ANN index, plus the index's build time and its
+         ragpipe.rag.vector_search, flat (exact) and with the ANN index, plus the index's build time and its
          recall@10 against exact numpy search.
 Writes bench/results/scale-<mode>.json.
 """
@@ -74,7 +74,8 @@ def perturbed_corpus(dest: Path, src: Path, files: list[Path], copies: int) -> N
 def ingest_child(project: str, embedder: str, slice_rows: int, one_connection: bool = False) -> None:
     """Runs in a fresh process: the whole ingestion of one corpus; prints its figures as JSON."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from ragpipe import ingest, store
+    from ragpipe import embed, ingest
+    from ragpipe.embed import store  # its SLICE_ROWS is set per pass
     from ragpipe.settings import load_settings
     from ragpipe.warehouse import connect
 
@@ -87,7 +88,7 @@ def ingest_child(project: str, embedder: str, slice_rows: int, one_connection: b
 
     t0 = time.perf_counter()
     stage_peaks = {}  # the process's peak RSS so far, after each stage: which stage set the peak
-    stages = (ingest.sync_corpus, ingest.parse_documents, ingest.chunk_documents, ingest.embed_chunks)
+    stages = (ingest.sync_corpus, ingest.parse_documents, ingest.chunk_documents, embed.embed_chunks)
     if one_connection:  # a library user running every stage on one connection: DuckDB's block cache spans them all
         with connect(s.duckdb_path) as con:
             for stage in stages:
@@ -179,7 +180,7 @@ def memory(args: argparse.Namespace) -> dict[str, Any]:
 def _table(db: Any, name: str, vectors: np.ndarray, batch: int = 100_000) -> Any:
     import pyarrow as pa
 
-    from ragpipe import store
+    from ragpipe.embed import store
 
     table = db.create_table(name, schema=store._schema(vectors.shape[1]))
     for i in range(0, len(vectors), batch):
@@ -210,7 +211,7 @@ def _exact_top(vectors: np.ndarray, queries: np.ndarray, k: int) -> list[set[str
 
 
 def _search(table: Any, queries: np.ndarray, k: int, nprobes: int = 20) -> tuple[list[set[str]], list[float]]:
-    from ragpipe.retrieve import vector_search
+    from ragpipe.rag import vector_search
 
     found, lat = [], []
     for q in queries:
@@ -240,7 +241,7 @@ def clustered(n: int, dims: int, rng: np.random.Generator, clusters: int = 1000)
 
 
 def latency(args: argparse.Namespace) -> dict[str, Any]:
-    from ragpipe import store
+    from ragpipe.embed import store
 
     rng = np.random.default_rng(7)
     rows = []
@@ -292,8 +293,7 @@ def recall(args: argparse.Namespace) -> dict[str, Any]:
     sys.path.insert(0, str(Path(__file__).parent))
     from cranfield import DEFAULT_DATA, doc_text, load_cranfield
 
-    from ragpipe import store
-    from ragpipe.embed import load_embedder
+    from ragpipe.embed import load_embedder, store
     from ragpipe.settings import EmbedderSettings
 
     corpus, queries, _ = load_cranfield(DEFAULT_DATA)

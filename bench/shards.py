@@ -22,7 +22,7 @@ import numpy as np
 from _common import DEFAULT_DOCS, RESULTS, exclude_patterns, machine, select_files, write_json, write_settings
 
 from assets.runner import materialize  # noqa: E402
-from ragpipe import store  # noqa: E402
+from ragpipe import embed  # noqa: E402
 from ragpipe.embed import load_embedder  # noqa: E402
 from ragpipe.settings import load_settings  # noqa: E402
 
@@ -44,8 +44,8 @@ def step_seconds(instance: dg.DagsterInstance, run_id: str) -> dict[str, float]:
 def table_of(settings_file: Path) -> dict[str, tuple[str, np.ndarray]]:
     s = load_settings(settings_file)
     emb = load_embedder(s.embedder, s.models_dir)
-    rows = store.table_rows(
-        store.open_store(s).open_table(store.table_name(emb.tag)), ["chunk_id", "content_hash", "vector"]
+    rows = embed.table_rows(
+        embed.open_store(s).open_table(embed.table_name(emb.tag)), ["chunk_id", "content_hash", "vector"]
     )
     return {r["chunk_id"]: (r["content_hash"], np.asarray(r["vector"], dtype=np.float32)) for r in rows}
 

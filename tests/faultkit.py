@@ -28,7 +28,7 @@ LIVE: list["Proc"] = []  # every Proc started, for kill_survivors
 DRIVER = r"""
 import re, sys, time
 import ragpipe
-from ragpipe import evaluate, ingest
+from ragpipe import embed, evaluate, ingest
 from ragpipe.settings import load_settings
 from ragpipe.warehouse import connect
 
@@ -43,7 +43,7 @@ def log(msg):
 
 STAGES = {
     "corpus": ingest.sync_corpus, "documents": ingest.parse_documents, "chunks": ingest.chunk_documents,
-    "embeddings": ingest.embed_chunks, "golden_set": evaluate.load_golden_stage, "stamps": evaluate.stamp_stage,
+    "embeddings": embed.embed_chunks, "golden_set": evaluate.load_golden_stage, "stamps": evaluate.stamp_stage,
     "retrievals": evaluate.retrieve_stage, "answers": evaluate.answer_stage, "verdicts": evaluate.verdict_stage,
 }
 settings = load_settings(settings_file)

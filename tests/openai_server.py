@@ -13,7 +13,7 @@ POST /v1/chat/completions answers from markers in the last user message:
   [[malformed]]   200 with a body that is not JSON       [[nochoices]] 200 with JSON lacking "choices"
   [[badusage]]    200 with a proper answer but "usage" that is a list, not an object
   [[echo-json]]   the JSON object written after "ECHO-JSON:" on the same line (a structured answer), else "{}"
-A request whose system message is ragpipe's judge prompt (ragpipe.judge.PROMPT) is a judge request: the reply is the
+A request whose system message is ragpipe's judge prompt (ragpipe.verdicts.judge.PROMPT) is a judge request: the reply is the
 text after "JUDGE-REPLY:" up to the end of that line of the user message, else "I am not sure." (no verdict).
 GET /_requests lists {"auth", "path"} for every request received (the Authorization header as sent).
 GET /_sizes lists the length in characters of the last user message of every chat-completions request, in order.
@@ -139,7 +139,7 @@ class Handler(BaseHTTPRequestHandler):
             return
 
         system = " ".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
-        if system.startswith("You grade one answer"):  # a judge request (ragpipe.judge.PROMPT)
+        if system.startswith("You grade one answer"):  # a judge request (ragpipe.verdicts.judge.PROMPT)
             j = re.search(r"JUDGE-REPLY:([^\n]*)", user)
             reply = j.group(1).strip() if j else "I am not sure."
         else:

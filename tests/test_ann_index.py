@@ -8,8 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from ragpipe import store
-from ragpipe.retrieve import vector_search
+from ragpipe.embed import store
+from ragpipe.rag import vector_search
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]
 

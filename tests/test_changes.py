@@ -14,7 +14,7 @@ from conftest import Project, make_project
 
 from assets.runner import materialize_stale
 from ragpipe.cli import main
-from ragpipe.report import load_summary, render_junit, render_markdown, render_text
+from ragpipe.reports import load_summary, render_junit, render_markdown, render_text
 from ragpipe.warehouse import connect, migrate
 
 pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.model]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from ragpipe.chunk import _locate, chunk_id_for, sentence_pack_spans
+from ragpipe.ingest.chunk import _locate, chunk_id_for, sentence_pack_spans
 
 
 def test_chunk_id_is_deterministic_and_well_formed() -> None:

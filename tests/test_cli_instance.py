@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import write_settings
 
-from ragpipe import cli
+from ragpipe.cli import common as cli
 from ragpipe.settings import load_settings
 
 
@@ -24,11 +24,11 @@ def test_each_project_gets_its_own_instance_unless_the_user_chose_one(
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     monkeypatch.setattr(cli, "_HOME_SET_HERE", [])
     a, b = (load_settings(_project(tmp_path / n)) for n in ("a", "b"))
-    cli._instance(a)
+    cli.instance(a)
     home_a = cli.os.environ["DAGSTER_HOME"]
-    cli._instance(b)  # main() run again in the same process for another project: not a's history
+    cli.instance(b)  # main() run again in the same process for another project: not a's history
     assert (Path(home_a), Path(cli.os.environ["DAGSTER_HOME"])) == (a.source.parent, b.source.parent)
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "a"))  # the user's choice wins
     monkeypatch.setattr(cli, "_HOME_SET_HERE", [])
-    cli._instance(b)
+    cli.instance(b)
     assert cli.os.environ["DAGSTER_HOME"] == str(tmp_path / "a")

@@ -13,7 +13,7 @@ from conftest import Project, make_project
 from assets import build_definitions
 from assets.runner import materialize_stale, run_compare
 from ragpipe.cli import main
-from ragpipe.compare import Comparison, candidate_settings
+from ragpipe.reports import Comparison, candidate_settings
 from ragpipe.settings import SettingsError
 from ragpipe.warehouse import connect
 

@@ -13,7 +13,7 @@ from conftest import Project, make_project
 
 from ragpipe.cli import main
 from ragpipe.golden import load_golden
-from ragpipe.match import is_refusal
+from ragpipe.reading import is_refusal
 
 pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.model]
 

@@ -18,8 +18,7 @@ import pytest
 from conftest import Project
 from faultkit import OpenAIServer, copy_project, driver, evaluated_base, python_env, ragpipe_cli, run_driver
 
-from ragpipe import store
-from ragpipe.store import table_name
+from ragpipe.embed import store, table_name
 
 pytestmark = [pytest.mark.slow, pytest.mark.dagster]
 

@@ -20,9 +20,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from ragpipe.chunk import chunk_document, run_chunker
-from ragpipe.parse import ELEMENT_SEPARATOR, element_offsets
-from ragpipe.parse_pool import failed_under_lower_limits
+from ragpipe.ingest import ELEMENT_SEPARATOR, chunk_document, element_offsets, failed_under_lower_limits, run_chunker
 from ragpipe.settings import ChunkerSettings
 
 pytestmark = [pytest.mark.slow, pytest.mark.dagster]
@@ -346,7 +344,7 @@ def test_sentence_packing_bounds_covers_and_fills(
 ) -> None:
     """strategy "sentences": every chunk within max_characters, every non-space character in a chunk, in order; with
     no overlap the chunks are disjoint and a chunk ends only where the next sentence would not have fitted."""
-    from ragpipe.chunk import _units
+    from ragpipe.ingest.chunk import _units
 
     elements = make_elements(spec)
     doc_text = ELEMENT_SEPARATOR.join(e.text for e in elements)
@@ -372,8 +370,7 @@ def test_sentence_packing_bounds_covers_and_fills(
 
 def test_a_parse_past_timeout_s_is_stopped_and_its_worker_replaced(hostile: tuple) -> None:
     """The time limit on its own (the stage above may stop huge.txt on either limit, whichever comes first)."""
-    from ragpipe.parse import ParseTimeout
-    from ragpipe.parse_pool import shared_pool
+    from ragpipe.ingest import ParseTimeout, shared_pool
 
     p, _, _, _, _ = hostile
     pool = shared_pool()  # the stage's pool, its worker warm

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import Project, make_project
 
-from ragpipe import store
-from ragpipe.store import table_name
+from ragpipe.embed import store, table_name
 
 pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.model]
 

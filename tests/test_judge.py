@@ -9,11 +9,10 @@ from collections.abc import Iterator
 import pytest
 from faultkit import OpenAIServer
 
-from ragpipe import judge
-from ragpipe.answer import Answer
 from ragpipe.golden import GoldenTest
+from ragpipe.rag import Answer
 from ragpipe.settings import JudgeSettings, OpenAISettings
-from ragpipe.verdict import decide
+from ragpipe.verdicts import decide, judge
 
 pytestmark = [pytest.mark.slow]
 

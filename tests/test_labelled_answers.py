@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, ROOT
 
-from ragpipe.answer import Answer
 from ragpipe.golden import GoldenTest, load_golden
-from ragpipe.verdict import Verdict, decide
+from ragpipe.rag import Answer
+from ragpipe.verdicts import Verdict, decide
 
 FIXTURES = Path(__file__).parent / "fixtures" / "answers"
 SETS = ("bundled_labelled.jsonl", "realdocs_labelled.jsonl", "heldout_labelled.jsonl", "smollm2_labelled.jsonl")

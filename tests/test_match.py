@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragpipe.match import answer_matches, dates, is_refusal, numbers
+from ragpipe.reading import answer_matches, dates, is_refusal, numbers
 
 REFUSALS = ("not in documents", "not in the documents", "i don't know", "cannot be answered")
 

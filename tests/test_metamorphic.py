@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, ROOT
 
-from ragpipe.answer import Answer
 from ragpipe.golden import GoldenTest, load_golden
-from ragpipe.match import quantities
-from ragpipe.verdict import decide
+from ragpipe.rag import Answer
+from ragpipe.reading import quantities
+from ragpipe.verdicts import decide
 
 FIXTURES = Path(__file__).parent / "fixtures" / "answers"
 FIRST_CONTACT = ROOT / "bench" / "data" / "first_contact"

@@ -1,4 +1,4 @@
-"""ragpipe.metrics: hand-computed cases, and agreement with trec_eval (pytrec_eval) to 1e-6 on a fixture with ties,
+"""ragpipe.rag.ranking: hand-computed cases, and agreement with trec_eval (pytrec_eval) to 1e-6 on a fixture with ties,
 graded relevance, queries with nothing relevant retrieved, a query missing from the run and one without relevant docs."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from ragpipe import metrics as M
+from ragpipe.rag import ranking as M
 
 pytrec_eval = pytest.importorskip("pytrec_eval")  # dev extra: pytrec-eval-terrier (trec_eval's C code)
 

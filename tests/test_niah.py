@@ -17,9 +17,7 @@ import dagster as dg
 import pytest
 from conftest import answerer_section, write_settings
 
-from ragpipe.answer import ExtractiveAnswerer
 from ragpipe.niah import (
-    NEEDLE_TYPES,
     SCHEMAS,
     Haystack,
     Tokenizer,
@@ -28,7 +26,6 @@ from ragpipe.niah import (
     json_schema,
     load_tokenizer,
     make_needles,
-    niah_settings,
     place_needle,
     score_answer,
     score_reasoning,
@@ -36,7 +33,8 @@ from ragpipe.niah import (
     source_paragraphs,
     structured_prompt,
 )
-from ragpipe.settings import AnswererSettings, SettingsError, load_settings
+from ragpipe.rag import ExtractiveAnswerer
+from ragpipe.settings import NEEDLE_TYPES, AnswererSettings, SettingsError, load_settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]
 
@@ -197,7 +195,7 @@ def test_reasoning_follow_up_is_scored_from_json() -> None:
 def test_trials_are_ordered_for_prefix_sharing(tmp_path: Path, tok: Tokenizer, filler: Haystack) -> None:
     """Grouped by haystack, deepest first insertion first, the methods of one needle side by side: what lets a
     prefix-caching model reuse the filler it has already read."""
-    from ragpipe.niah.trials import build_trials, prefix_sharing_order
+    from ragpipe.niah import build_trials, prefix_sharing_order
 
     s = _project(
         tmp_path,
@@ -205,7 +203,7 @@ def test_trials_are_ordered_for_prefix_sharing(tmp_path: Path, tok: Tokenizer, f
         'methods = ["direct", "cite"]',
     )
     haystacks = {(1500, 0): filler, (1500, 1): build_haystack(source_paragraphs(CORPUS), 1500, 1, 7, tok)}
-    trials = build_trials(niah_settings(s), haystacks, tok)
+    trials = build_trials(s.niah, haystacks, tok)
     ordered = prefix_sharing_order(trials, haystacks)
     assert sorted(t.trial_id for t in ordered) == sorted(t.trial_id for t in trials) and len(trials) == 24
     assert [t.rep for t in ordered] == sorted(t.rep for t in trials)
@@ -223,16 +221,16 @@ def test_trials_are_ordered_for_prefix_sharing(tmp_path: Path, tok: Tokenizer, f
 
 def test_settings_section_is_parsed_and_checked(tmp_path: Path) -> None:
     s = _project(tmp_path, 'lengths = [4000, 1000]\ndepths = [50, 0]\nneedle_types = ["numeric"]')
-    ns = niah_settings(s)
+    ns = s.niah
     assert ns.lengths == (1000, 4000) and ns.depths == (0.0, 50.0) and ns.needle_types == ("numeric",)
     with pytest.raises(SettingsError, match="needle_types"):
-        niah_settings(_project(tmp_path / "b", 'needle_types = ["haiku"]'))
+        _project(tmp_path / "b", 'needle_types = ["haiku"]')  # when the settings file is loaded, like any section
     with pytest.raises(SettingsError, match="unknown key"):
-        niah_settings(_project(tmp_path / "c", "colour = 1"))
+        _project(tmp_path / "c", "colour = 1")
 
 
 def test_effective_length_and_positional_bias() -> None:
-    from ragpipe.niah.stats import Estimate, bias_flags, effective_length
+    from ragpipe.niah import Estimate, bias_flags, effective_length
 
     def e(p: float, n: int = 60) -> Estimate:
         return Estimate(n, p * n)
@@ -255,10 +253,7 @@ def test_effective_length_and_positional_bias() -> None:
 def test_overflow_is_labelled_not_scored_as_a_miss(tmp_path: Path, tok: Tokenizer) -> None:
     import duckdb
 
-    from ragpipe.niah.report import cells
-    from ragpipe.niah.run import evaluate_subject
-    from ragpipe.niah.stats import Estimate, bias_flags, effective_length
-    from ragpipe.niah.trials import build_trials
+    from ragpipe.niah import Estimate, bias_flags, build_trials, cells, effective_length, evaluate_subject
     from ragpipe.warehouse import migrate
 
     s = _project(
@@ -266,7 +261,7 @@ def test_overflow_is_labelled_not_scored_as_a_miss(tmp_path: Path, tok: Tokenize
         'lengths = [600, 1500]\ndepths = [0, 100]\nrepetitions = 1\nneedle_types = ["numeric"]\n'
         'subjects = ["full_context"]\nwindow = 1200',
     )
-    ns = niah_settings(s)
+    ns = s.niah
     docs = source_paragraphs(CORPUS)
     hs = {(n, 0): build_haystack(docs, n, 0, ns.seed, tok) for n in ns.lengths}
     trials = build_trials(ns, hs, tok)
@@ -314,7 +309,7 @@ def _trial_rows(con: Any, run_id: str) -> list[dict[str, Any]]:
 def test_retrieval_path_end_to_end_through_dagster_and_deterministic(tmp_path: Path) -> None:
     from assets.niah import build_niah_assets
     from assets.resources import RagpipeResource
-    from ragpipe.niah.run import run_trials
+    from ragpipe.niah import run_trials
     from ragpipe.warehouse import connect
 
     s = _project(tmp_path / "proj", E2E)
@@ -391,7 +386,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def test_full_context_path_with_the_openai_compatible_answerer(tmp_path: Path, server: str) -> None:
-    from ragpipe.niah.run import run_trials
+    from ragpipe.niah import run_trials
     from ragpipe.warehouse import connect
 
     s = _project(

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from conftest import answerer_section, write_settings
 
-from ragpipe.answer import Answer, ExtractiveAnswerer
-from ragpipe.niah.stats import NOT_ENOUGH, Estimate, bias_flags, effective_length, wilson
+from ragpipe.niah import NOT_ENOUGH, Estimate, bias_flags, effective_length, wilson
+from ragpipe.rag import Answer, ExtractiveAnswerer
 from ragpipe.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,7 +158,7 @@ def _rows(con: Any, run_id: str) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------------------------------- resume
 @pytest.mark.slow
 def test_a_stopped_run_resumes_with_only_the_missing_trials_and_equals_an_uninterrupted_run(tmp_path: Path) -> None:
-    from ragpipe.niah.run import run_trials
+    from ragpipe.niah import run_trials
     from ragpipe.warehouse import connect
 
     s = _project(tmp_path, GRID)
@@ -205,7 +205,7 @@ def test_a_stopped_run_resumes_with_only_the_missing_trials_and_equals_an_uninte
 
 @pytest.mark.slow
 def test_another_configuration_does_not_resume_a_stopped_run(tmp_path: Path) -> None:
-    from ragpipe.niah.run import run_trials
+    from ragpipe.niah import run_trials
     from ragpipe.warehouse import connect
 
     s = _project(tmp_path, GRID)
@@ -223,13 +223,10 @@ def test_another_configuration_does_not_resume_a_stopped_run(tmp_path: Path) -> 
 def test_overflow_counted_with_the_models_tokenizer_is_labelled_never_a_miss(tmp_path: Path) -> None:
     """A model whose tokenizer gives three tokens per named token: the 700-token haystack fits the window by the
     named count but not by the model's, so it is labelled overflow (not sent, not scored); 400 fits both."""
-    from ragpipe.niah import load_tokenizer, niah_settings
-    from ragpipe.niah.haystack import build_haystack, source_paragraphs
-    from ragpipe.niah.run import evaluate_subject
-    from ragpipe.niah.trials import build_trials
+    from ragpipe.niah import build_haystack, build_trials, evaluate_subject, load_tokenizer, source_paragraphs
 
     s = _project(tmp_path, GRID + "\nwindow = 2200")
-    ns = niah_settings(s)
+    ns = s.niah
     tok = load_tokenizer(ns.tokenizer)
     hs = {(n, r): build_haystack(source_paragraphs(CORPUS), n, r, ns.seed, tok) for n in ns.lengths for r in (0, 1)}
     trials = build_trials(ns, hs, tok)
@@ -266,12 +263,15 @@ def test_overflow_counted_with_the_models_tokenizer_is_labelled_never_a_miss(tmp
 def test_overflow_with_the_real_smollm2_tokenizer(tmp_path: Path) -> None:
     """The window check counts SmolLM2's prompt (chat template included) with SmolLM2's own tokenizer from the GGUF."""
     pytest.importorskip("gguf")
-    from ragpipe.answer import smollm2_prompt_counter, smollm2_tokenizer
-    from ragpipe.niah import load_tokenizer, niah_settings
-    from ragpipe.niah.haystack import build_haystack, source_paragraphs
-    from ragpipe.niah.run import evaluate_subject
-    from ragpipe.niah.subjects import first_prompt
-    from ragpipe.niah.trials import build_trials
+    from ragpipe.niah import (
+        build_haystack,
+        build_trials,
+        evaluate_subject,
+        first_prompt,
+        load_tokenizer,
+        source_paragraphs,
+    )
+    from ragpipe.rag import smollm2_prompt_counter, smollm2_tokenizer
 
     try:
         name, count = smollm2_prompt_counter(refusal := "not in documents")
@@ -279,7 +279,7 @@ def test_overflow_with_the_real_smollm2_tokenizer(tmp_path: Path) -> None:
         pytest.skip(str(exc))
     s = _project(tmp_path, GRID + "\nwindow = 1000")
     assert s.answerer.refusal_phrase == refusal
-    ns = niah_settings(s)
+    ns = s.niah
     tok = load_tokenizer(ns.tokenizer)
     hs = {(n, r): build_haystack(source_paragraphs(CORPUS), n, r, ns.seed, tok) for n in ns.lengths for r in (0, 1)}
     trials = build_trials(ns, hs, tok)

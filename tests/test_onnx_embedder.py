@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import ragpipe.embed as embed
-import ragpipe.model_build as model_build
+import ragpipe.embed.model_build as model_build
 from ragpipe.settings import EmbedderSettings
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]

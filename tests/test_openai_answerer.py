@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-import ragpipe.openai_client as client_mod
-from ragpipe.answer import Answer, OpenAIAnswerer, build_prompt
+import ragpipe.rag.openai_client as client_mod
 from ragpipe.golden import GoldenTest
+from ragpipe.rag import Answer, OpenAIAnswerer, build_prompt
 from ragpipe.settings import AnswererSettings, OpenAISettings
-from ragpipe.verdict import decide
+from ragpipe.verdicts import decide
 
 pytestmark = [pytest.mark.slow]
 

@@ -11,8 +11,8 @@ import dagster as dg
 import pytest
 from conftest import EXAMPLES, Project, make_project
 
-from ragpipe import ingest, parse_shard
-from ragpipe.parse_pool import WORKER_RSS_MB, derive_workers
+from ragpipe import ingest
+from ragpipe.ingest import WORKER_RSS_MB, derive_workers, parse_shards
 from ragpipe.warehouse import connect
 
 
@@ -88,11 +88,11 @@ def reference(synced: Project, tmp_path_factory: pytest.TempPathFactory) -> dict
 def _sharded(p: Project, n: int, order: list[int]) -> dict[str, Any]:
     s = p.settings()
     with connect(s.duckdb_path) as con:
-        plan = parse_shard.plan(s, con, n)
+        plan = parse_shards.plan_parse_shards(s, con, n)
     for i in order:
-        parse_shard.parse_shard(s, Path(plan["stage"]), i, n, workers=1)
+        parse_shards.parse_shard(s, Path(plan["stage"]), i, n, workers=1)
     with connect(s.duckdb_path) as con:
-        stats = parse_shard.merge(s, con, "run-merge", Path(plan["stage"]), n)
+        stats = parse_shards.merge_parse_shards(s, con, "run-merge", Path(plan["stage"]), n)
     assert not Path(plan["stage"]).exists()
     return {**plan, **stats}
 
@@ -121,35 +121,35 @@ def test_a_killed_shard_resumes_and_finished_shards_are_not_parsed_again(
     q = _copy(synced, tmp_path / "killed")
     s = q.settings()
     with connect(s.duckdb_path) as con:
-        plan = parse_shard.plan(s, con, 3)
+        plan = parse_shards.plan_parse_shards(s, con, 3)
     stage = Path(plan["stage"])
-    parse_shard.parse_shard(s, stage, 0, 3, workers=1)
-    parse_shard.parse_shard(s, stage, 1, 3, workers=1)
+    parse_shards.parse_shard(s, stage, 0, 3, workers=1)
+    parse_shards.parse_shard(s, stage, 1, 3, workers=1)
     # shard 1 was killed after its first file, in the middle of writing the second line of its journal
-    lines = parse_shard._results_file(stage, 1, 3).read_text().splitlines(keepends=True)
+    lines = parse_shards._results_file(stage, 1, 3).read_text().splitlines(keepends=True)
     assert len(lines) >= 2, "the test needs a shard of two files or more"
-    parse_shard._results_file(stage, 1, 3).unlink()
-    parse_shard._journal(stage, 1, 3).write_text(lines[0] + lines[1][:20])
+    parse_shards._results_file(stage, 1, 3).unlink()
+    parse_shards._journal(stage, 1, 3).write_text(lines[0] + lines[1][:20])
     with connect(s.duckdb_path) as con:
-        with pytest.raises(parse_shard.StagingError, match=r"results-1-of-3.jsonl.*results-2-of-3.jsonl.*again"):
-            parse_shard.merge(s, con, "run-early", stage, 3)
-        again = parse_shard.plan(s, con, 3)
+        with pytest.raises(parse_shards.StagingError, match=r"results-1-of-3.jsonl.*results-2-of-3.jsonl.*again"):
+            parse_shards.merge_parse_shards(s, con, "run-early", stage, 3)
+        again = parse_shards.plan_parse_shards(s, con, 3)
     assert again["stage"] == plan["stage"]  # the same plan: the work so far is found
 
     parsed: list[str] = []
-    real = parse_shard.parse_one
+    real = parse_shards.parse_one
 
     def counting(settings: Any, pool: Any, rel: str, sha: str) -> Any:
         parsed.append(rel)
         return real(settings, pool, rel, sha)
 
-    monkeypatch.setattr(parse_shard, "parse_one", counting)
-    done = [parse_shard.parse_shard(s, stage, i, 3, workers=1) for i in range(3)]
+    monkeypatch.setattr(parse_shards, "parse_one", counting)
+    done = [parse_shards.parse_shard(s, stage, i, 3, workers=1) for i in range(3)]
     assert [d["resumed"] for d in done] == [True, False, False]
     assert done[1]["kept"] == 1 and done[1]["parsed"] == len(lines) - 1
     assert len(parsed) == plan["shard_sizes"][1] - 1 + plan["shard_sizes"][2]
     with connect(s.duckdb_path) as con:
-        parse_shard.merge(s, con, "run-resumed", stage, 3)
+        parse_shards.merge_parse_shards(s, con, "run-resumed", stage, 3)
     assert _warehouse(q) == reference
 
 

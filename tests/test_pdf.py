@@ -9,8 +9,15 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, project_settings, write_settings
 
-from ragpipe.ingest import chunk_documents, parse_documents, sync_corpus
-from ragpipe.parse import ParseError, element_offsets, elements_from_json, parse_file
+from ragpipe.ingest import (
+    ParseError,
+    chunk_documents,
+    element_offsets,
+    elements_from_json,
+    parse_documents,
+    parse_file,
+    sync_corpus,
+)
 from ragpipe.settings import load_settings
 from ragpipe.warehouse import connect
 

@@ -8,9 +8,8 @@ import sys
 import pytest
 from conftest import ROOT
 
-from ragpipe.parse import parse_file
-from ragpipe.quotes import html_form, quote_form, quote_forms
-from ragpipe.restamp import Restamper
+from ragpipe.golden import Restamper, html_form, quote_form, quote_forms
+from ragpipe.ingest import parse_file
 
 sys.path.insert(0, str(ROOT / "bench"))
 from raw_quotes import DOCS, html_prose, markdown_prose, rest_prose  # noqa: E402

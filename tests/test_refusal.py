@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ragpipe.answer import Answer
 from ragpipe.golden import GoldenTest
-from ragpipe.match import answer_matches
-from ragpipe.refusal import is_refusal
-from ragpipe.verdict import decide
+from ragpipe.rag import Answer
+from ragpipe.reading import answer_matches, is_refusal
+from ragpipe.verdicts import decide
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragpipe.golden import GoldenTest
-from ragpipe.restamp import ChunkSpan, Restamper, id_value
-from ragpipe.text import collapse_whitespace as normalize
+from ragpipe.core import collapse_whitespace as normalize
+from ragpipe.golden import ChunkSpan, GoldenTest, Restamper, id_value
 
 REPORT = (
     "# Q3 2023 report\n\n"

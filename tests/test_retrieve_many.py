@@ -12,8 +12,8 @@ import pytest
 from conftest import make_project
 from fakes import FakeEmbedder
 
-from ragpipe import store
-from ragpipe.retrieve import Hit, retrieve, retrieve_many, rrf, vector_search, vector_search_many
+from ragpipe.embed import store
+from ragpipe.rag import Hit, retrieve, retrieve_many, rrf, vector_search, vector_search_many
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau".split()
 
@@ -141,7 +141,7 @@ def _lancedb_per_question(table: Any, mode: str, k: int, question: str, vector: 
 @pytest.mark.slow
 @pytest.mark.model
 def test_retrieve_stage_ranks_as_per_question_lancedb_queries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ragpipe import evaluate, ingest
+    from ragpipe import embed, evaluate, ingest
     from ragpipe.embed import load_embedder
     from ragpipe.warehouse import connect
 
@@ -151,7 +151,7 @@ def test_retrieve_stage_ranks_as_per_question_lancedb_queries(tmp_path: Path, mo
     with connect(s.duckdb_path) as con:
         for stage in (ingest.sync_corpus, ingest.parse_documents, ingest.chunk_documents):
             stage(s, con, "r1")
-        ingest.embed_chunks(s, con, "r1", embedder=emb)
+        embed.embed_chunks(s, con, "r1", embedder=emb)
         evaluate.load_golden_stage(s, con, "r1")
         evaluate.stamp_stage(s, con, "r1")
         evaluate.retrieve_stage(s, con, "batched", embedder=emb)
@@ -159,7 +159,7 @@ def test_retrieve_stage_ranks_as_per_question_lancedb_queries(tmp_path: Path, mo
         def one_by_one(table: Any, mode: str, k: int, qs: list[str], vecs: Any, nprobes: int = 20) -> list[Any]:
             return [retrieve(table, mode, k, q, None if vecs is None else vecs[i], nprobes) for i, q in enumerate(qs)]
 
-        monkeypatch.setattr(evaluate, "retrieve_many", one_by_one)
+        monkeypatch.setattr("ragpipe.evaluate.retrievals.retrieve_many", one_by_one)
         evaluate.retrieve_stage(s, con, "single", embedder=emb)
         rows = {
             rid: con.execute(

@@ -25,7 +25,7 @@ import pytest
 from conftest import ROOT, Project, make_project
 from faultkit import copy_project, evaluated_base, python_env, ragpipe_cli
 
-from ragpipe import store
+from ragpipe.embed import store
 from ragpipe.settings import SettingsError, settings_from_dict
 from ragpipe.versions import code_version
 
@@ -235,8 +235,7 @@ def test_export_to_s3_round_trips_every_table_and_view(s3_run: tuple[Project, st
 def test_interrupted_export_leaves_no_complete_looking_file(
     s3_run: tuple[Project, str], s3: S3Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragpipe.export import export_warehouse
-    from ragpipe.warehouse import connect
+    from ragpipe.warehouse import connect, export_warehouse
 
     p, _ = s3_run
     calls: list[int] = []
@@ -303,8 +302,8 @@ class HashEmbedder:
 def test_store_features_on_s3_sync_by_content_hash_fts_and_ann(s3: S3Server) -> None:
     """What the pipeline above does not reach on a small corpus: deletes and reuse by content hash on a re-sync, and
     the ANN index (built above [retriever].ann_min_rows), all on the bucket."""
-    from ragpipe.chunk import Chunk, content_hash
-    from ragpipe.retrieve import fts_search, vector_search
+    from ragpipe.ingest import Chunk, content_hash
+    from ragpipe.rag import fts_search, vector_search
     from ragpipe.settings import S3Settings
 
     def chunks(texts: dict[str, str]) -> list[Chunk]:

@@ -79,8 +79,7 @@ def test_parse_workers_and_shards_version_nothing(tmp_path: Path) -> None:
 def test_answerer_threads_versions_nothing(tmp_path: Path) -> None:
     """[answerer].threads sets how fast a local model runs, not what it answers: no stage and no NIAH run key moves
     (a run stopped under one thread count resumes under another)."""
-    from ragpipe.niah import niah_settings
-    from ragpipe.niah.run import run_key
+    from ragpipe.niah import run_key
 
     p = make_project(tmp_path / "p")
     before, s0 = _code_versions(p), p.settings()
@@ -92,7 +91,7 @@ def test_answerer_threads_versions_nothing(tmp_path: Path) -> None:
     s1 = p.settings()
     assert s1.answerer.threads == 1 and s0.answerer.threads == 0
     assert _code_versions(p) == before
-    assert run_key(s1, niah_settings(s1), "h") == run_key(s0, niah_settings(s0), "h")
+    assert run_key(s1, s1.niah, "h") == run_key(s0, s0.niah, "h")
     p.settings_file.write_text(p.settings_file.read_text().replace("threads = 1", "threads = -2"))
     with pytest.raises(SettingsError, match=r"\[answerer\].threads must be 0"):
         load_settings(p.settings_file)

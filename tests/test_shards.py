@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from conftest import Project, make_project
 
-from ragpipe import ingest, shard, store
-from ragpipe.embed import load_embedder
+from ragpipe.embed import embed_chunks, embed_shard, load_embedder, merge_embed_shards, plan_embed_shards, store
+from ragpipe.ingest import shard_of
 from ragpipe.warehouse import connect
 
 pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.model]
@@ -22,11 +22,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.model]
 
 def test_shard_of_is_static_in_range_and_spreads() -> None:
     ids = [f"reports/doc-{i}.md" for i in range(600)]
-    first = [shard.shard_of(d, 4) for d in ids]
-    assert first == [shard.shard_of(d, 4) for d in ids]  # a pure function of the document id
+    first = [shard_of(d, 4) for d in ids]
+    assert first == [shard_of(d, 4) for d in ids]  # a pure function of the document id
     counts = Counter(first)
     assert set(counts) == {0, 1, 2, 3} and min(counts.values()) > 100  # roughly even
-    assert {shard.shard_of(d, 1) for d in ids} == {0}
+    assert {shard_of(d, 1) for d in ids} == {0}
 
 
 def _table(settings: Any) -> dict[str, tuple[str, np.ndarray]]:
@@ -64,7 +64,7 @@ def test_any_merge_order_gives_the_unsharded_table_and_a_killed_run_resumes(
     ref = _copy(chunked, tmp_path / "ref")
     s = ref.settings()
     with connect(s.duckdb_path) as con:
-        ingest.embed_chunks(s, con, "run-ref")
+        embed_chunks(s, con, "run-ref")
     expected = _table(s)
     assert len(expected) > 100
 
@@ -72,21 +72,21 @@ def test_any_merge_order_gives_the_unsharded_table_and_a_killed_run_resumes(
         raise AssertionError("a sync with nothing new to embed loaded the model")
 
     with monkeypatch.context() as m:  # nothing new: the embedder is never loaded, nor is the plan's
-        m.setattr("ragpipe.embed.load_embedder", no_model)
+        m.setattr("ragpipe.embed.embedders.load_embedder", no_model)
         with connect(s.duckdb_path) as con:
-            assert ingest.embed_chunks(s, con, "run-noop")["embedded"] == 0
-            assert shard.plan(s, con, 2)["texts"] == 0
+            assert embed_chunks(s, con, "run-noop")["embedded"] == 0
+            assert plan_embed_shards(s, con, 2)["texts"] == 0
 
     for n, order in ((3, [2, 0, 1]), (3, [1, 2, 0]), (2, [1, 0])):
         q = _copy(chunked, tmp_path / f"q{n}{''.join(map(str, order))}")
         s = q.settings()
         with connect(s.duckdb_path) as con:
-            plan = shard.plan(s, con, n)
+            plan = plan_embed_shards(s, con, n)
         assert sum(plan["shard_sizes"]) == plan["texts"] and all(plan["shard_sizes"])
         for i in order:
-            assert shard.embed_shard(s, Path(plan["stage"]), i, n)["embedded"] == plan["shard_sizes"][i]
+            assert embed_shard(s, Path(plan["stage"]), i, n)["embedded"] == plan["shard_sizes"][i]
         with connect(s.duckdb_path) as con:
-            stats = shard.merge(s, con, "run-merge", Path(plan["stage"]), n, order=order)
+            stats = merge_embed_shards(s, con, "run-merge", Path(plan["stage"]), n, order=order)
         assert (stats["embedded"], stats["precomputed"]) == (0, plan["texts"])  # every new text came from a shard
         assert not Path(plan["stage"]).exists()
         _same(_table(s), expected)
@@ -95,15 +95,15 @@ def test_any_merge_order_gives_the_unsharded_table_and_a_killed_run_resumes(
     q = _copy(chunked, tmp_path / "killed")
     s = q.settings()
     with connect(s.duckdb_path) as con:
-        plan = shard.plan(s, con, 3)
-    shard.embed_shard(s, Path(plan["stage"]), 0, 3)
+        plan = plan_embed_shards(s, con, 3)
+    embed_shard(s, Path(plan["stage"]), 0, 3)
     with connect(s.duckdb_path) as con:
-        again = shard.plan(s, con, 3)
+        again = plan_embed_shards(s, con, 3)
     assert again["stage"] == plan["stage"]
-    done = [shard.embed_shard(s, Path(again["stage"]), i, 3) for i in range(3)]
+    done = [embed_shard(s, Path(again["stage"]), i, 3) for i in range(3)]
     assert [d["resumed"] for d in done] == [True, False, False]
     with connect(s.duckdb_path) as con:
-        shard.merge(s, con, "run-resumed", Path(again["stage"]), 3)
+        merge_embed_shards(s, con, "run-resumed", Path(again["stage"]), 3)
     _same(_table(s), expected)
 
 

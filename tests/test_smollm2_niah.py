@@ -23,7 +23,7 @@ MAX_TOKENS = 24
 
 @pytest.fixture(scope="module")
 def smollm2() -> object:
-    from ragpipe.answer import SmolLM2Answerer
+    from ragpipe.rag import SmolLM2Answerer
 
     try:
         return SmolLM2Answerer(AnswererSettings(kind="smollm2", openai=OpenAISettings(max_tokens=MAX_TOKENS)))
@@ -32,7 +32,7 @@ def smollm2() -> object:
 
 
 def test_prefix_cache_gives_the_uncached_answers_and_skips_the_shared_prefix(smollm2: object) -> None:
-    from ragpipe.answer import SmolLM2Answerer
+    from ragpipe.rag import SmolLM2Answerer
 
     assert isinstance(smollm2, SmolLM2Answerer)
     text = " ".join(p.read_text(encoding="utf-8") for p in sorted(CORPUS.glob("*.md"))[:3])

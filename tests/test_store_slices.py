@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from fakes import FakeEmbedder
 
-from ragpipe import store
-from ragpipe.chunk import Chunk, content_hash
+from ragpipe.embed import store
+from ragpipe.ingest import Chunk, content_hash
 
 
 class CountingEmbedder(FakeEmbedder):
@@ -99,7 +99,7 @@ def test_the_diff_from_arrow_keys_equals_the_diff_from_chunks(tmp_path: Path) ->
 def test_the_warehouse_text_loader_returns_exactly_a_slice_spanning_documents(tmp_path: Path) -> None:
     """The loader narrows its scan to the slice's range of documents; chunks of other documents in that range,
     and of other chunkers, never come back."""
-    from ragpipe.ingest import chunk_text_loader
+    from ragpipe.embed import chunk_text_loader
     from ragpipe.warehouse import connect
 
     chunks = _chunks(60, 60)

@@ -7,9 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from ragpipe.chunk import chunk_document
-from ragpipe.parse import element_offsets, elements_from_json, parse_file, stored_elements_json
-from ragpipe.parse_pool import shared_pool
+from ragpipe.ingest import (
+    chunk_document,
+    element_offsets,
+    elements_from_json,
+    parse_file,
+    shared_pool,
+    stored_elements_json,
+)
 from ragpipe.settings import ChunkerSettings
 
 pytestmark = [pytest.mark.slow]

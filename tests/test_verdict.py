@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragpipe.answer import Answer
 from ragpipe.golden import GoldenTest
-from ragpipe.verdict import decide, took_trap
+from ragpipe.rag import Answer
+from ragpipe.verdicts import decide, took_trap
 
 REFUSALS = ("not in documents", "not in the documents", "i don't know", "cannot be answered")
 TAG = "minilm-bcfe46d6"

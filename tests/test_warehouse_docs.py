@@ -17,8 +17,7 @@ import pytest
 from conftest import ROOT, make_project
 
 from ragpipe.cli import main
-from ragpipe.sql import SqlError, run_sql
-from ragpipe.warehouse import WarehouseBusy
+from ragpipe.warehouse import SqlError, WarehouseBusy, run_sql
 
 pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.model]
 

@@ -1,100 +1,63 @@
 """Needle in a haystack: the long-context evaluation (docs/niah.md).
 
-settings ([niah] and seeds) -> haystack (token lengths, placement by depth) -> needles (types, distractors,
-prompts) -> scoring; subjects.py answers and scores trials (window check included), run.py runs the grid (one stored
-row per finished trial, resume, progress), stats.py holds the intervals and flags, report.py the cells and summary,
-figures.py one figure per subject. This package namespace re-exports the pure parts (not subjects, run, report and
-figures, which load models or matplotlib).
+sources (haystack directories, seeds) -> haystack (token lengths, placement by depth) -> needles (types, distractors,
+prompts) -> scoring; trials.py builds the grid's haystacks and trials, subjects.py answers and scores trials (window
+check included), run.py runs the grid (one stored row per finished trial, resume, progress), stats.py holds the
+intervals and flags, reporting.py the cells and summary, figures.py one figure per subject. The [niah] section is
+ragpipe.settings.NiahSettings (Settings.niah).
 """
 
-from ragpipe.niah.haystack import (
-    Haystack,
-    Tokenizer,
-    boundaries,
-    build_haystack,
-    insert_at,
-    load_tokenizer,
-    off_theme_generated,
-    place_needle,
-    sentences,
-    source_paragraphs,
-)
-from ragpipe.niah.needles import (
-    SCHEMAS,
-    Needle,
-    Placement,
-    Reasoning,
-    Score,
-    json_schema,
-    locate_prompt,
-    make_needle,
-    make_needles,
-    question_text,
-    reasoning_prompt,
-    structured_prompt,
-)
-from ragpipe.niah.scoring import (
-    check_schema,
-    evidence_contains,
-    extract_json,
-    score_answer,
-    score_reasoning,
-    wrong_values,
-)
-from ragpipe.niah.settings import (
-    IMPL_VERSION,
-    METHODS,
-    NEEDLE_TYPES,
-    SUBJECTS,
-    TEXT_SUFFIXES,
-    NiahSettings,
-    haystack_dir,
-    niah_settings,
-    off_theme_dir,
-    sub_seed,
-)
-from ragpipe.niah.stats import NOT_ENOUGH, Estimate, wilson
+from ragpipe.core import lazy_exports
 
-__all__ = [
-    "NOT_ENOUGH",
-    "SCHEMAS",
-    "Estimate",
-    "Haystack",
-    "IMPL_VERSION",
-    "METHODS",
-    "NEEDLE_TYPES",
-    "Needle",
-    "NiahSettings",
-    "Placement",
-    "Reasoning",
-    "SUBJECTS",
-    "Score",
-    "TEXT_SUFFIXES",
-    "Tokenizer",
-    "boundaries",
-    "build_haystack",
-    "check_schema",
-    "evidence_contains",
-    "extract_json",
-    "haystack_dir",
-    "insert_at",
-    "json_schema",
-    "load_tokenizer",
-    "locate_prompt",
-    "make_needle",
-    "make_needles",
-    "niah_settings",
-    "off_theme_dir",
-    "off_theme_generated",
-    "place_needle",
-    "question_text",
-    "reasoning_prompt",
-    "score_answer",
-    "score_reasoning",
-    "sentences",
-    "source_paragraphs",
-    "structured_prompt",
-    "sub_seed",
-    "wilson",
-    "wrong_values",
-]
+_EXPORTS = {
+    "sources": ["IMPL_VERSION as NIAH_VERSION", "TEXT_SUFFIXES", "haystack_dir", "off_theme_dir", "sub_seed"],
+    "haystack": [
+        "Haystack",
+        "Tokenizer",
+        "boundaries",
+        "build_haystack",
+        "insert_at",
+        "load_tokenizer",
+        "off_theme_generated",
+        "place_needle",
+        "sentences",
+        "source_paragraphs",
+    ],
+    "needles": [
+        "SCHEMAS",
+        "Needle",
+        "Placement",
+        "Reasoning",
+        "Score",
+        "json_schema",
+        "locate_prompt",
+        "make_needle",
+        "make_needles",
+        "question_text",
+        "reasoning_prompt",
+        "structured_prompt",
+    ],
+    "scoring": [
+        "check_schema",
+        "evidence_contains",
+        "extract_json",
+        "score_answer",
+        "score_reasoning",
+        "wrong_values",
+    ],
+    "stats": ["NOT_ENOUGH", "Estimate", "wilson", "estimate", "pooled", "effective_length", "bias_flags"],
+    "trials": ["Trial", "haystack_key", "build_haystacks", "load_haystacks", "build_trials", "prefix_sharing_order"],
+    "subjects": [
+        "DEFAULT_WINDOWS",
+        "PROMPT_OVERHEAD",
+        "RetrievalContexts",
+        "window_counter",
+        "fit_window",
+        "first_prompt",
+        "evaluate_trials",
+    ],
+    "run": ["COLUMNS as TRIAL_COLUMNS", "new_run_id", "run_key", "evaluate_subject", "run_trials"],
+    "reporting": ["latest_run_id", "cells", "cell_estimates", "report", "render_text"],
+    "figures": ["subject_figure"],
+}
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

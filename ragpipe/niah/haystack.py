@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ragpipe.niah.needles import Needle, Placement
-from ragpipe.niah.settings import TEXT_SUFFIXES, sub_seed
+from ragpipe.niah.sources import TEXT_SUFFIXES, sub_seed
 
 
 # -------------------------------------------------------------------------------------------------- tokenizer

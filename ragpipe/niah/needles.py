@@ -109,161 +109,187 @@ def json_schema(needle_type: str, with_quote: bool = False) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
+def _pick(rng: random.Random, choices: list[str], not_value: str | None) -> str:
+    return rng.choice([c for c in choices if c != not_value])
+
+
+def _proper_noun(rng: random.Random, key_parts: Any, avoid: dict[str, str], surface: int) -> tuple[Needle, Any]:
+    """A lighthouse keeper: who keeps the lighthouse of a place (a name; the follow-up negates it or not)."""
+    kp = _near(key_parts, rng) if key_parts else _word(rng, 2) + [rng.choice(_PLACE_SUFFIX)]
+    place = "Port " + _cap(kp)
+    name = _name(_person(rng))
+    while name == avoid.get("name"):
+        name = _name(_person(rng))
+    text = [
+        f"The lighthouse keeper of {place} is {name}.",
+        f"{name} keeps the lighthouse at {place}.",
+        f"At {place}, the lighthouse is kept by {name}.",
+    ][surface]
+    other = _name(_person(rng)) if rng.random() < 0.5 else name
+    return Needle(
+        "proper_noun",
+        place,
+        {"name": name},
+        (text,),
+        surface,
+        f"Who is the lighthouse keeper of {place}?",
+        f"Name the person who keeps the lighthouse at {place}.",
+        Reasoning(
+            "negate",
+            f"Is it true that {other} is the lighthouse keeper of {place}?",
+            "yes" if other == name else "no",
+        ),
+    ), kp
+
+
+def _numeric(rng: random.Random, key_parts: Any, avoid: dict[str, str], surface: int) -> tuple[Needle, Any]:
+    """A vault's access code (seven digits; the follow-up compares it with a threshold)."""
+    kp = _near(key_parts, rng) if key_parts else _word(rng, 2)
+    vault = f"{_cap(kp)} vault"
+    code = str(rng.randint(1_000_000, 9_999_999))
+    while code == avoid.get("code"):
+        code = str(rng.randint(1_000_000, 9_999_999))
+    text = [
+        f"The access code of the {vault} is {code}.",
+        f"To open the {vault}, enter the access code {code}.",
+        f"{code} is the access code that opens the {vault}.",
+    ][surface]
+    threshold = int(code) + rng.choice((-1, 1)) * rng.randint(1, 500_000)
+    return Needle(
+        "numeric",
+        vault,
+        {"code": code},
+        (text,),
+        surface,
+        f"What is the access code of the {vault}?",
+        f"Which number opens the {vault}?",
+        Reasoning(
+            "compare",
+            f"Is the access code of the {vault} greater than {threshold}?",
+            "yes" if int(code) > threshold else "no",
+        ),
+    ), kp
+
+
+def _negative(rng: random.Random, key_parts: Any, avoid: dict[str, str], surface: int) -> tuple[Needle, Any]:
+    """The weekday a ferry does not sail (the follow-up asks about a day it does or does not)."""
+    kp = _near(key_parts, rng) if key_parts else _word(rng, 2) + [rng.choice(_PLACE_SUFFIX)]
+    place = _cap(kp)
+    day = _pick(rng, _DAYS, avoid.get("day"))
+    text = [
+        f"The ferry from {place} does not sail on {day}s.",
+        f"On {day}s no ferry leaves {place}.",
+        f"Every day except {day}, the ferry from {place} sails.",
+    ][surface]
+    asked = day if rng.random() < 0.5 else _pick(rng, _DAYS, day)
+    return Needle(
+        "negative",
+        place,
+        {"day": day},
+        (text,),
+        surface,
+        f"On which day of the week does the ferry from {place} not sail?",
+        f"Which weekday has no ferry departing from {place}?",
+        Reasoning("negate", f"Does the ferry from {place} sail on {asked}s?", "no" if asked == day else "yes"),
+    ), kp
+
+
+def _cross_sentence(rng: random.Random, key_parts: Any, avoid: dict[str, str], surface: int) -> tuple[Needle, Any]:
+    """A curator's pet, across two sentences: the person in one, the animal in the other."""
+    if key_parts:
+        kp = (_near(key_parts[0], rng), key_parts[1])  # same surname, near-miss first name
+    else:
+        kp = _person(rng)
+    person = _name(kp)
+    museum = f"{_cap(_word(rng, 2))} Museum"
+    species = _pick(rng, _SPECIES, avoid.get("species"))
+    pet = _cap(_word(rng, 2))
+    while pet == avoid.get("pet_name"):
+        pet = _cap(_word(rng, 2))
+    first = [
+        f"{person} was appointed curator of the {museum}.",
+        f"The {museum} named {person} as its curator.",
+        f"Since the spring, {person} has been the curator of the {museum}.",
+    ][surface]
+    second = [
+        f"The curator of the {museum} keeps a {species} named {pet}.",
+        f"A {species} called {pet} belongs to the curator of the {museum}.",
+        f"The curator of the {museum} owns a {species}, and its name is {pet}.",
+    ][surface]
+    asked = species if rng.random() < 0.5 else _pick(rng, _SPECIES, species)
+    return Needle(
+        "cross_sentence",
+        person,
+        {"pet_name": pet, "species": species},
+        (first, second),
+        surface,
+        f"What is the name and species of the animal kept by {person}?",
+        f"Which animal does {person} keep, and what is it called?",
+        Reasoning("compare", f"Is the animal kept by {person} a {asked}?", "yes" if asked == species else "no"),
+    ), kp
+
+
+def _table_cell(rng: random.Random, key_parts: Any, avoid: dict[str, str], surface: int) -> tuple[Needle, Any]:
+    """Crates and inspector of one depot in a Markdown ledger (the other rows are wrong values)."""
+    kp = (
+        (_near(key_parts[0], rng), key_parts[1])
+        if key_parts
+        else (_word(rng, 2), [_cap(_word(rng, 2)) for _ in range(4)])
+    )
+    title = f"{_cap(kp[0])} depot ledger"
+    depots = list(kp[1])
+    target = rng.randrange(4) if not key_parts else key_parts[2]
+    crates = [rng.randint(100, 999) for _ in depots]
+    while str(crates[target]) == avoid.get("crates"):
+        crates[target] = rng.randint(100, 999)
+    inspectors = [_cap(_word(rng, 2)) for _ in depots]
+    while inspectors[target] == avoid.get("inspector"):
+        inspectors[target] = _cap(_word(rng, 2))
+    cols = [("Depot", depots), ("Crates", [str(c) for c in crates]), ("Inspector", inspectors)]
+    order = [(0, 1, 2), (0, 2, 1), (2, 0, 1)][surface]
+    head = "| " + " | ".join(cols[i][0] for i in order) + " |"
+    rows = ["| " + " | ".join(cols[i][1][r] for i in order) + " |" for r in range(4)]
+    table = "\n".join([f"{title}:", head, "|" + "---|" * 3, *rows])
+    depot = depots[target]
+    other = rng.choice([i for i in range(4) if i != target])
+    wrong = tuple(
+        (f"row {depots[r]}", f, v)
+        for r in range(4)
+        if r != target
+        for f, v in (("crates", str(crates[r])), ("inspector", inspectors[r]))
+    )
+    more = depot if crates[target] > crates[other] else depots[other]
+    return Needle(
+        "table_cell",
+        title,
+        {"crates": str(crates[target]), "inspector": inspectors[target]},
+        (table,),
+        surface,
+        f"According to the {title}, how many crates are at the {depot} depot, and who inspects it?",
+        f"In the {title}, what crate count and inspector are listed for {depot}?",
+        Reasoning("order", f"In the {title}, which depot holds more crates: {depot} or {depots[other]}?", more),
+        wrong,
+    ), (kp[0], kp[1], target)
+
+
+_MAKERS = {
+    "proper_noun": _proper_noun,
+    "numeric": _numeric,
+    "negative": _negative,
+    "cross_sentence": _cross_sentence,
+    "table_cell": _table_cell,
+}
+
+
 def make_needle(
     needle_type: str, rng: random.Random, key_parts: Any = None, avoid: dict[str, str] | None = None
 ) -> tuple[Needle, Any]:
     """One needle of a type. `key_parts` given: a near miss of that key (a distractor), with values unlike `avoid`."""
     avoid = avoid or {}
-
-    def pick(choices: list[str], not_value: str | None) -> str:
-        return rng.choice([c for c in choices if c != not_value])
-
     surface = rng.randrange(3)
-    if needle_type == "proper_noun":
-        kp = _near(key_parts, rng) if key_parts else _word(rng, 2) + [rng.choice(_PLACE_SUFFIX)]
-        place = "Port " + _cap(kp)
-        name = _name(_person(rng))
-        while name == avoid.get("name"):
-            name = _name(_person(rng))
-        text = [
-            f"The lighthouse keeper of {place} is {name}.",
-            f"{name} keeps the lighthouse at {place}.",
-            f"At {place}, the lighthouse is kept by {name}.",
-        ][surface]
-        other = _name(_person(rng)) if rng.random() < 0.5 else name
-        return Needle(
-            needle_type,
-            place,
-            {"name": name},
-            (text,),
-            surface,
-            f"Who is the lighthouse keeper of {place}?",
-            f"Name the person who keeps the lighthouse at {place}.",
-            Reasoning(
-                "negate",
-                f"Is it true that {other} is the lighthouse keeper of {place}?",
-                "yes" if other == name else "no",
-            ),
-        ), kp
-    if needle_type == "numeric":
-        kp = _near(key_parts, rng) if key_parts else _word(rng, 2)
-        vault = f"{_cap(kp)} vault"
-        code = str(rng.randint(1_000_000, 9_999_999))
-        while code == avoid.get("code"):
-            code = str(rng.randint(1_000_000, 9_999_999))
-        text = [
-            f"The access code of the {vault} is {code}.",
-            f"To open the {vault}, enter the access code {code}.",
-            f"{code} is the access code that opens the {vault}.",
-        ][surface]
-        threshold = int(code) + rng.choice((-1, 1)) * rng.randint(1, 500_000)
-        return Needle(
-            needle_type,
-            vault,
-            {"code": code},
-            (text,),
-            surface,
-            f"What is the access code of the {vault}?",
-            f"Which number opens the {vault}?",
-            Reasoning(
-                "compare",
-                f"Is the access code of the {vault} greater than {threshold}?",
-                "yes" if int(code) > threshold else "no",
-            ),
-        ), kp
-    if needle_type == "negative":
-        kp = _near(key_parts, rng) if key_parts else _word(rng, 2) + [rng.choice(_PLACE_SUFFIX)]
-        place = _cap(kp)
-        day = pick(_DAYS, avoid.get("day"))
-        text = [
-            f"The ferry from {place} does not sail on {day}s.",
-            f"On {day}s no ferry leaves {place}.",
-            f"Every day except {day}, the ferry from {place} sails.",
-        ][surface]
-        asked = day if rng.random() < 0.5 else pick(_DAYS, day)
-        return Needle(
-            needle_type,
-            place,
-            {"day": day},
-            (text,),
-            surface,
-            f"On which day of the week does the ferry from {place} not sail?",
-            f"Which weekday has no ferry departing from {place}?",
-            Reasoning("negate", f"Does the ferry from {place} sail on {asked}s?", "no" if asked == day else "yes"),
-        ), kp
-    if needle_type == "cross_sentence":
-        if key_parts:
-            kp = (_near(key_parts[0], rng), key_parts[1])  # same surname, near-miss first name
-        else:
-            kp = _person(rng)
-        person = _name(kp)
-        museum = f"{_cap(_word(rng, 2))} Museum"
-        species = pick(_SPECIES, avoid.get("species"))
-        pet = _cap(_word(rng, 2))
-        while pet == avoid.get("pet_name"):
-            pet = _cap(_word(rng, 2))
-        first = [
-            f"{person} was appointed curator of the {museum}.",
-            f"The {museum} named {person} as its curator.",
-            f"Since the spring, {person} has been the curator of the {museum}.",
-        ][surface]
-        second = [
-            f"The curator of the {museum} keeps a {species} named {pet}.",
-            f"A {species} called {pet} belongs to the curator of the {museum}.",
-            f"The curator of the {museum} owns a {species}, and its name is {pet}.",
-        ][surface]
-        asked = species if rng.random() < 0.5 else pick(_SPECIES, species)
-        return Needle(
-            needle_type,
-            person,
-            {"pet_name": pet, "species": species},
-            (first, second),
-            surface,
-            f"What is the name and species of the animal kept by {person}?",
-            f"Which animal does {person} keep, and what is it called?",
-            Reasoning("compare", f"Is the animal kept by {person} a {asked}?", "yes" if asked == species else "no"),
-        ), kp
-    if needle_type == "table_cell":
-        kp = (
-            (_near(key_parts[0], rng), key_parts[1])
-            if key_parts
-            else (_word(rng, 2), [_cap(_word(rng, 2)) for _ in range(4)])
-        )
-        title = f"{_cap(kp[0])} depot ledger"
-        depots = list(kp[1])
-        target = rng.randrange(4) if not key_parts else key_parts[2]
-        crates = [rng.randint(100, 999) for _ in depots]
-        while str(crates[target]) == avoid.get("crates"):
-            crates[target] = rng.randint(100, 999)
-        inspectors = [_cap(_word(rng, 2)) for _ in depots]
-        while inspectors[target] == avoid.get("inspector"):
-            inspectors[target] = _cap(_word(rng, 2))
-        cols = [("Depot", depots), ("Crates", [str(c) for c in crates]), ("Inspector", inspectors)]
-        order = [(0, 1, 2), (0, 2, 1), (2, 0, 1)][surface]
-        head = "| " + " | ".join(cols[i][0] for i in order) + " |"
-        rows = ["| " + " | ".join(cols[i][1][r] for i in order) + " |" for r in range(4)]
-        table = "\n".join([f"{title}:", head, "|" + "---|" * 3, *rows])
-        depot = depots[target]
-        other = rng.choice([i for i in range(4) if i != target])
-        wrong = tuple(
-            (f"row {depots[r]}", f, v)
-            for r in range(4)
-            if r != target
-            for f, v in (("crates", str(crates[r])), ("inspector", inspectors[r]))
-        )
-        more = depot if crates[target] > crates[other] else depots[other]
-        return Needle(
-            needle_type,
-            title,
-            {"crates": str(crates[target]), "inspector": inspectors[target]},
-            (table,),
-            surface,
-            f"According to the {title}, how many crates are at the {depot} depot, and who inspects it?",
-            f"In the {title}, what crate count and inspector are listed for {depot}?",
-            Reasoning("order", f"In the {title}, which depot holds more crates: {depot} or {depots[other]}?", more),
-            wrong,
-        ), (kp[0], kp[1], target)
-    raise ValueError(f"unknown needle type {needle_type!r}")
+    if needle_type not in _MAKERS:
+        raise ValueError(f"unknown needle type {needle_type!r}")
+    return _MAKERS[needle_type](rng, key_parts, avoid, surface)
 
 
 def make_needles(needle_type: str, seed: int, n_distractors: int) -> tuple[Needle, list[Needle]]:

@@ -19,9 +19,8 @@ from typing import Any, Callable
 
 import duckdb
 
-from ragpipe.answer import load_answerer
 from ragpipe.niah.haystack import Tokenizer, load_tokenizer
-from ragpipe.niah.settings import IMPL_VERSION, NiahSettings, haystack_dir, niah_settings
+from ragpipe.niah.sources import IMPL_VERSION, haystack_dir
 from ragpipe.niah.subjects import (
     DEFAULT_WINDOWS,
     PROMPT_OVERHEAD,
@@ -31,7 +30,8 @@ from ragpipe.niah.subjects import (
     window_counter,
 )
 from ragpipe.niah.trials import Log, Progress, Trial, build_trials, load_haystacks, noop, prefix_sharing_order
-from ragpipe.settings import Settings
+from ragpipe.rag import load_answerer
+from ragpipe.settings import NiahSettings, Settings
 from ragpipe.warehouse import transaction
 
 __all__ = ["COLUMNS", "DEFAULT_WINDOWS", "PROMPT_OVERHEAD", "evaluate_subject", "new_run_id", "run_key", "run_trials"]
@@ -186,6 +186,64 @@ def _start_or_resume(
     return run_id, set()
 
 
+class _Eta:
+    """The ETA of a run: trials weighted by their haystack's tokens (a prompt beyond the window costs next to nothing:
+    it is not sent), the rate so far applied to the weight left."""
+
+    def __init__(self, settings: Settings, ns: NiahSettings, trials: list[Trial], done: set[tuple[str, str]]):
+        self.window = ns.window or DEFAULT_WINDOWS.get(settings.answerer.kind, 0)
+        self.budget = self.window - settings.answerer.openai.max_tokens - PROMPT_OVERHEAD
+        self.spent = 0.0
+        self.left = sum(self.weight(t, s) for s in ns.subjects for t in trials if (t.trial_id, s) not in done)
+
+    def weight(self, t: Trial, subject: str) -> float:
+        beyond = subject == "full_context" and self.window and t.placement.n_tokens > self.budget
+        return 1.0 if beyond else float(t.placement.n_tokens)
+
+    def after(self, batch: list[Trial], subject: str, elapsed: float) -> float:
+        """Seconds left once `batch` is done, `elapsed` seconds into the run."""
+        w = sum(self.weight(t, subject) for t in batch)
+        self.spent, self.left = self.spent + w, self.left - w
+        return elapsed / self.spent * self.left if self.spent else 0.0
+
+
+def _log_batch(
+    log: Log, batch: list[Trial], rows: list[dict[str, Any]], subject: str, first: int, total: int, b0: float, tail: str
+) -> None:
+    """One line per trial of a finished batch: `first` is the run's count of its first trial, `b0` when the batch
+    started, `tail` the run's elapsed time and ETA."""
+    for k, (t, r) in enumerate(zip(batch, rows)):
+        outcome = r["status"] if r["status"] != "scored" else f"exact={r['exact']:g}"
+        log(
+            f"trial {first + k}/{total} {subject} "
+            f"{t.length_target} tokens, depth {t.depth_target:g}%, rep {t.rep}, {t.needle_type}, {t.method}: "
+            f"{outcome} ({r['input_tokens_est'] or r['haystack_tokens']} prompt tokens, "
+            f"{(time.perf_counter() - b0) / len(rows):.1f} s); {tail}"
+        )
+
+
+def _finish(
+    con: duckdb.DuckDBPyConnection, run_id: str, seconds: float, per_s: float | None, embedder_tag: str | None
+) -> tuple[int, dict[str, int], Any]:
+    """Close the run's niah_runs row; returns its trial rows, their count by status and the scored ones' mean exact."""
+    n_rows, by = con.execute(
+        "SELECT count(*), list(status) FROM niah_trials WHERE run_id = ?", [run_id]
+    ).fetchone() or (0, [])
+    by_status: dict[str, int] = {}
+    for st in by or []:
+        by_status[st] = by_status.get(st, 0) + 1
+    exact = con.execute(
+        "SELECT avg(exact) FROM niah_trials WHERE run_id = ? AND status = 'scored'", [run_id]
+    ).fetchone()[0]
+    with transaction(con):
+        con.execute(
+            "UPDATE niah_runs SET finished_at = now(), n_trials = ?, seconds = ?, "
+            "trials_per_s = ?, embedder_tag = coalesce(?, embedder_tag) WHERE run_id = ?",
+            [n_rows, seconds, per_s, embedder_tag, run_id],
+        )
+    return n_rows, by_status, exact
+
+
 def run_trials(
     settings: Settings,
     con: duckdb.DuckDBPyConnection,
@@ -204,7 +262,7 @@ def run_trials(
     `trial_filter` may drop or rewrite trials (tests use it to mark prompts for the fake endpoint); `counter`
     replaces the window check's token counter (tests).
     """
-    ns = niah_settings(settings)
+    ns = settings.niah
     tok = load_tokenizer(ns.tokenizer)
     t0 = time.perf_counter()
     key, haystacks = load_haystacks(settings, con, run_id, log)
@@ -221,17 +279,8 @@ def run_trials(
     step = max(1, min(int(getattr(answerer, "progress_step", 1) or 1), 16))
     counter = counter or window_counter(answerer, tok)
     finished, new_rows, started = len(done), 0, time.perf_counter()
-    window = ns.window or DEFAULT_WINDOWS.get(settings.answerer.kind, 0)
-    budget = window - settings.answerer.openai.max_tokens - PROMPT_OVERHEAD
-
-    def weight(t: Trial, subject: str) -> float:
-        """ETA weight: the haystack's tokens (a prompt beyond the window costs next to nothing: it is not sent)."""
-        beyond = subject == "full_context" and window and t.placement.n_tokens > budget
-        return 1.0 if beyond else float(t.placement.n_tokens)
-
+    eta = _Eta(settings, ns, trials, done)
     base_s = con.execute("SELECT coalesce(seconds, 0) FROM niah_runs WHERE run_id = ?", [run_id]).fetchone()[0]
-    left = sum(weight(t, s) for s in ns.subjects for t in trials if (t.trial_id, s) not in done)
-    spent = 0.0
     embedder_tag = None
     for subject in ns.subjects:
         todo = [t for t in trials if (t.trial_id, subject) not in done]
@@ -246,34 +295,12 @@ def run_trials(
             finished += len(rows)
             new_rows += len(rows)
             elapsed = time.perf_counter() - started
-            w = sum(weight(t, subject) for t in batch)
-            spent, left = spent + w, left - w
-            eta = elapsed / spent * left if spent else 0.0
-            for t, r in zip(batch, rows):
-                outcome = r["status"] if r["status"] != "scored" else f"exact={r['exact']:g}"
-                log(
-                    f"trial {finished - len(rows) + batch.index(t) + 1}/{total} {subject} "
-                    f"{t.length_target} tokens, depth {t.depth_target:g}%, rep {t.rep}, {t.needle_type}, {t.method}: "
-                    f"{outcome} ({r['input_tokens_est'] or r['haystack_tokens']} prompt tokens, "
-                    f"{(time.perf_counter() - b0) / len(rows):.1f} s); elapsed {_clock(elapsed)}, ETA {_clock(eta)}"
-                )
+            tail = f"elapsed {_clock(elapsed)}, ETA {_clock(eta.after(batch, subject, elapsed))}"
+            _log_batch(log, batch, rows, subject, finished - len(rows) + 1, total, b0, tail)
             progress(f"{subject}: trials", finished, total)
     secs = time.perf_counter() - t0
-    n_rows, by = con.execute(
-        "SELECT count(*), list(status) FROM niah_trials WHERE run_id = ?", [run_id]
-    ).fetchone() or (0, [])
-    by_status: dict[str, int] = {}
-    for st in by or []:
-        by_status[st] = by_status.get(st, 0) + 1
-    exact = con.execute(
-        "SELECT avg(exact) FROM niah_trials WHERE run_id = ? AND status = 'scored'", [run_id]
-    ).fetchone()[0]
-    with transaction(con):
-        con.execute(
-            "UPDATE niah_runs SET finished_at = now(), n_trials = ?, seconds = ?, "
-            "trials_per_s = ?, embedder_tag = coalesce(?, embedder_tag) WHERE run_id = ?",
-            [n_rows, base_s + secs, new_rows / secs if secs > 0 else None, embedder_tag, run_id],
-        )
+    per_s = new_rows / secs if secs > 0 else None
+    n_rows, by_status, exact = _finish(con, run_id, base_s + secs, per_s, embedder_tag)
     log(
         f"niah run {run_id}: {new_rows} trial rows evaluated in {secs:.1f} s ({new_rows / max(secs, 1e-9):.2f}/s), "
         f"{len(done)} reused from before, {by_status}"

@@ -6,9 +6,9 @@ import json
 import re
 from typing import Any
 
-from ragpipe.match import answer_matches, is_refusal, numbers
+from ragpipe.core import normalize_text
 from ragpipe.niah.needles import Needle, Reasoning, Score, json_schema
-from ragpipe.text import normalize_text
+from ragpipe.reading import answer_matches, is_refusal, numbers
 
 
 def extract_json(text: str) -> Any:

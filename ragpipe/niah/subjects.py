@@ -1,7 +1,7 @@
 """NIAH subjects: where a trial's context comes from, the window check, and answering and scoring a slice of trials.
 
-- retrieval: the haystack is chunked (ragpipe.chunk with the [chunker] settings), embedded into LanceDB
-  (ragpipe.store.sync_vectors: unchanged chunks are never re-embedded), top-k retrieved ([retriever]) and answered.
+- retrieval: the haystack is chunked (ragpipe.ingest.chunk_document with the [chunker] settings), embedded into LanceDB
+  (ragpipe.embed.sync_vectors: unchanged chunks are never re-embedded), top-k retrieved ([retriever]) and answered.
 - full_context: the whole haystack goes to the answerer; a prompt beyond the subject's window is labelled overflow
   (or truncated) and never scored as a miss. The window check counts the prompt as the model will see it with the
   model's own tokenizer when the answerer has one (`count_prompt_tokens`, SmolLM2), else with the named tokenizer
@@ -15,13 +15,12 @@ import json
 import re
 from typing import Any, Callable
 
-from ragpipe.answer import Answer, ExtractiveAnswerer
 from ragpipe.niah.haystack import Tokenizer
 from ragpipe.niah.needles import Needle, locate_prompt, reasoning_prompt, structured_prompt
 from ragpipe.niah.scoring import evidence_contains, extract_json, score_answer, score_reasoning
-from ragpipe.niah.settings import NiahSettings
 from ragpipe.niah.trials import Trial
-from ragpipe.settings import Settings
+from ragpipe.rag import Answer, ExtractiveAnswerer
+from ragpipe.settings import NiahSettings, Settings
 
 DEFAULT_WINDOWS = {"openai": 128_000, "smollm2": 8_192, "extractive": 0}
 PROMPT_OVERHEAD = 64  # tokens of system prompt and framing around the haystack (named-tokenizer estimate only)
@@ -35,23 +34,21 @@ class RetrievalContexts:
     """Chunk, embed (reusing vectors by content hash) and retrieve over one trial haystack at a time."""
 
     def __init__(self, settings: Settings, run_id: str):
-        from ragpipe import store
-        from ragpipe.embed import load_embedder
+        from ragpipe import embed
 
         self.settings = settings
         self.run_id = run_id
-        self.emb = load_embedder(settings.embedder, settings.models_dir)
+        self.emb = embed.load_embedder(settings.embedder, settings.models_dir)
         # Scratch tables for the trial haystacks: always local, whatever [warehouse].lancedb_uri says (they are
         # rebuilt per trial and never read by anything else).
-        self.db = store.connect(settings.warehouse_dir / "niah" / "lancedb")
+        self.db = embed.connect(settings.warehouse_dir / "niah" / "lancedb")
         self.mode, self.k = settings.retriever.mode, settings.retriever.k
         self._cache: tuple[str, Any, dict[str, str]] | None = None
 
     def chunks(self, text: str) -> list[Any]:
         from unstructured.documents.elements import NarrativeText, Table
 
-        from ragpipe.chunk import chunk_document
-        from ragpipe.parse import ELEMENT_SEPARATOR, element_offsets
+        from ragpipe.ingest import ELEMENT_SEPARATOR, chunk_document, element_offsets
 
         paras = [p for p in text.split(ELEMENT_SEPARATOR) if p.strip()]
         elements = [Table(text=p) if p.count("\n|") >= 2 else NarrativeText(text=p) for p in paras]
@@ -60,20 +57,20 @@ class RetrievalContexts:
 
     def _prepare(self, text: str) -> tuple[Any, dict[str, str]]:
         """Chunk and embed one haystack (cached: the methods of one needle share it)."""
-        from ragpipe import store
+        from ragpipe import embed
 
         key = hashlib.sha256(text.encode()).hexdigest()
         if self._cache is None or self._cache[0] != key:
             chunks = self.chunks(text)
-            table, _ = store.sync_vectors(self.db, self.emb, chunks, self.run_id)
+            table, _ = embed.sync_vectors(self.db, self.emb, chunks, self.run_id)
             if self.mode != "vector":
-                store.ensure_fts_index(table)
+                embed.ensure_fts_index(table)
             self._cache = (key, table, {c.chunk_id: c.text for c in chunks})
         return self._cache[1], self._cache[2]
 
     def retrieve(self, text: str, questions: list[str]) -> list[tuple[list[str], list[int]]]:
         """For each question: the top-k chunk texts (ranked)."""
-        from ragpipe.retrieve import retrieve_many
+        from ragpipe.rag import retrieve_many
 
         table, by_id = self._prepare(text)
         vecs = self.emb.encode(questions) if self.mode != "fts" else None
@@ -186,25 +183,21 @@ def first_prompt(t: Trial, structured: bool, refusal: str) -> str:
     return structured_prompt(t.needle, t.method, refusal) if structured else t.question
 
 
-def evaluate_trials(
+def _contexts(
     subject: str,
     trials: list[Trial],
+    rows: list[dict[str, Any]],
+    prompts: list[str],
     settings: Settings,
     ns: NiahSettings,
     tok: Tokenizer,
     answerer: Any,
-    retrieval: RetrievalContexts | None = None,
-    counter: tuple[str, PromptCounter] | None = None,
-) -> list[dict[str, Any]]:
-    """Answer and score a slice of trials on one subject (one answer_all per step, so the answerer's concurrency
-    applies within the slice); one row per trial."""
-    structured = not isinstance(answerer, ExtractiveAnswerer)  # the extractive baseline cannot emit JSON
-    refusal = settings.answerer.refusal_phrase
-    phrases = settings.answerer.refusal_phrases
-    rows = [row_base(t, subject, answerer.label, tok, ns) for t in trials]
+    retrieval: RetrievalContexts | None,
+    counter: tuple[str, PromptCounter] | None,
+) -> list[list[str] | None]:
+    """What each trial's answerer reads: the retrieved chunks, or the haystack fitted to the window (None: not sent).
+    Each trial's row gets its retrieval ranks and score, or its window check."""
     contexts: list[list[str] | None] = [None] * len(trials)
-    prompts = [first_prompt(t, structured, refusal) for t in trials]
-
     if subject == "retrieval":
         assert retrieval is not None
         for i, t in enumerate(trials):
@@ -214,19 +207,29 @@ def evaluate_trials(
                 r + 1 for r, c in enumerate(texts) if any(p.split("\n")[0] in c for p in t.needle.parts)
             ]
             rows[i]["retrieval_score"] = evidence_contains("\n\n".join(texts), t.needle)
-    else:
-        window = ns.window or DEFAULT_WINDOWS.get(settings.answerer.kind, 0)
-        name, count = counter or window_counter(answerer, tok)
-        budget = window - settings.answerer.openai.max_tokens if window else 0
-        for i, t in enumerate(trials):
-            status, text, n_in, note = fit_window(t, prompts[i], window, budget, count, tok, ns.on_overflow)
-            rows[i].update(
-                status=status, input_tokens_est=n_in, window_tokens=window or None, window_counter=name, error=note
-            )
-            contexts[i] = [text] if text is not None else None
+        return contexts
+    window = ns.window or DEFAULT_WINDOWS.get(settings.answerer.kind, 0)
+    name, count = counter or window_counter(answerer, tok)
+    budget = window - settings.answerer.openai.max_tokens if window else 0
+    for i, t in enumerate(trials):
+        status, text, n_in, note = fit_window(t, prompts[i], window, budget, count, tok, ns.on_overflow)
+        rows[i].update(
+            status=status, input_tokens_est=n_in, window_tokens=window or None, window_counter=name, error=note
+        )
+        contexts[i] = [text] if text is not None else None
+    return contexts
 
-    # Step 1: answer (locate: quote first, then answer from the quote alone).
-    todo = [i for i in range(len(trials)) if contexts[i] is not None]
+
+def _answer(
+    trials: list[Trial],
+    todo: list[int],
+    prompts: list[str],
+    contexts: list[list[str] | None],
+    answerer: Any,
+    structured: bool,
+    refusal: str,
+) -> tuple[dict[int, list[Answer]], dict[int, str]]:
+    """Each sent trial's answers (locate: the quote first, then the answer from the quote alone) and locate's quotes."""
     first = answerer.answer_all([(prompts[i], contexts[i]) for i in todo]) if todo else []
     answers: dict[int, list[Answer]] = {i: [a] for i, a in zip(todo, first)}
     quotes: dict[int, str] = {}
@@ -247,41 +250,75 @@ def evaluate_trials(
         )
         for i, a in zip(loc, second):
             answers[i].append(a)
+    return answers, quotes
 
-    # Score.
+
+def _score_one(
+    subject: str,
+    t: Trial,
+    row: dict[str, Any],
+    parts: list[Answer],
+    quote: str | None,
+    context: list[str] | None,
+    phrases: tuple[str, ...],
+    structured: bool,
+) -> list[str] | None:
+    """Score one trial's final answer into its row; returns the evidence for the reasoning follow-up (None: none)."""
+    final = parts[-1]
+    row.update(
+        answer=final.text,
+        output_chars=len(final.text),
+        latency_s=round(sum(a.latency_s for a in parts), 6),
+        input_tokens=sum(a.input_tokens for a in parts),
+        output_tokens=sum(a.output_tokens for a in parts),
+    )
+    err = next((a.error for a in parts if a.error), None)
+    if err:
+        row.update(status="overflow" if _OVERFLOW_ERR.search(err) else "error", error=err)
+        return None
+    s = score_answer(
+        final.text, t.needle, list(t.distractors), phrases, structured=structured, with_quote=t.method == "cite"
+    )
+    row.update(
+        answer_format=s.answer_format,
+        schema_ok=s.schema_ok,
+        exact=s.exact,
+        field_score=s.field_score,
+        refused=s.refused,
+        hallucinated=s.hallucinated,
+        distractor_hit=s.distractor_hit,
+    )
+    quote = quote if t.method == "locate" else (s.quote if t.method == "cite" else None)
+    if subject == "full_context":
+        row["retrieval_score"] = evidence_contains(quote, t.needle) if quote is not None else None
+        return [quote] if quote else None
+    return context
+
+
+def evaluate_trials(
+    subject: str,
+    trials: list[Trial],
+    settings: Settings,
+    ns: NiahSettings,
+    tok: Tokenizer,
+    answerer: Any,
+    retrieval: RetrievalContexts | None = None,
+    counter: tuple[str, PromptCounter] | None = None,
+) -> list[dict[str, Any]]:
+    """Answer and score a slice of trials on one subject (one answer_all per step, so the answerer's concurrency
+    applies within the slice); one row per trial."""
+    structured = not isinstance(answerer, ExtractiveAnswerer)  # the extractive baseline cannot emit JSON
+    refusal = settings.answerer.refusal_phrase
+    phrases = settings.answerer.refusal_phrases
+    rows = [row_base(t, subject, answerer.label, tok, ns) for t in trials]
+    prompts = [first_prompt(t, structured, refusal) for t in trials]
+    contexts = _contexts(subject, trials, rows, prompts, settings, ns, tok, answerer, retrieval, counter)
+    todo = [i for i in range(len(trials)) if contexts[i] is not None]
+    answers, quotes = _answer(trials, todo, prompts, contexts, answerer, structured, refusal)
     follow: list[tuple[int, str, list[str]]] = []
     for i in todo:
-        t, row, parts = trials[i], rows[i], answers[i]
-        final = parts[-1]
-        row.update(
-            answer=final.text,
-            output_chars=len(final.text),
-            latency_s=round(sum(a.latency_s for a in parts), 6),
-            input_tokens=sum(a.input_tokens for a in parts),
-            output_tokens=sum(a.output_tokens for a in parts),
-        )
-        err = next((a.error for a in parts if a.error), None)
-        if err:
-            row.update(status="overflow" if _OVERFLOW_ERR.search(err) else "error", error=err)
-            continue
-        s = score_answer(
-            final.text, t.needle, list(t.distractors), phrases, structured=structured, with_quote=t.method == "cite"
-        )
-        row.update(
-            answer_format=s.answer_format,
-            schema_ok=s.schema_ok,
-            exact=s.exact,
-            field_score=s.field_score,
-            refused=s.refused,
-            hallucinated=s.hallucinated,
-            distractor_hit=s.distractor_hit,
-        )
-        quote = quotes.get(i) if t.method == "locate" else (s.quote if t.method == "cite" else None)
-        if subject == "full_context":
-            row["retrieval_score"] = evidence_contains(quote, t.needle) if quote is not None else None
-            evidence = [quote] if quote else None
-        else:
-            evidence = contexts[i]
+        t, row = trials[i], rows[i]
+        evidence = _score_one(subject, t, row, answers[i], quotes.get(i), contexts[i], phrases, structured)
         if ns.reasoning and evidence and (row["retrieval_score"] or 0) >= 1.0:
             task = t.needle.reasoning
             follow.append((i, reasoning_prompt(task) if structured else task.question, evidence))

@@ -11,16 +11,11 @@ from typing import Any, Callable
 
 import duckdb
 
+from ragpipe.core import common_prefix
 from ragpipe.niah.haystack import Haystack, Tokenizer, build_haystack, load_tokenizer, place_needle, source_paragraphs
-from ragpipe.niah.needles import (
-    Needle,
-    Placement,
-    make_needles,
-    question_text,
-)
-from ragpipe.niah.settings import IMPL_VERSION, NiahSettings, haystack_dir, niah_settings, off_theme_dir, sub_seed
-from ragpipe.settings import Settings
-from ragpipe.text import common_prefix
+from ragpipe.niah.needles import Needle, Placement, make_needles, question_text
+from ragpipe.niah.sources import IMPL_VERSION, haystack_dir, off_theme_dir, sub_seed
+from ragpipe.settings import NiahSettings, Settings
 from ragpipe.warehouse import transaction
 
 Log = Callable[[str], None]
@@ -59,7 +54,7 @@ def build_haystacks(
     settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = noop, progress: Progress = noop
 ) -> dict[str, Any]:
     """Build (or reuse, by key) one filler haystack per (length, repetition) and store them in niah_haystacks."""
-    ns = niah_settings(settings)
+    ns = settings.niah
     tok = load_tokenizer(ns.tokenizer)
     src, docs, off = _sources(settings, ns)
     key = haystack_key(settings, ns, docs, off)
@@ -119,7 +114,7 @@ def build_haystacks(
 def load_haystacks(
     settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = noop
 ) -> tuple[str, dict[tuple[int, int], Haystack]]:
-    ns = niah_settings(settings)
+    ns = settings.niah
     stats = build_haystacks(settings, con, run_id, log)  # a no-op when they are stored
     key = stats["haystack_key"]
     out = {}

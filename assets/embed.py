@@ -1,0 +1,97 @@
+"""The embeddings asset: chunks -> embeddings, one step or a graph of shard steps. A thin wrapper over ragpipe.embed."""
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from assets.automation import RAGPIPE_CONDITION
+from assets.ingest import GROUP, data_version
+from assets.resources import RagpipeResource
+from ragpipe import embed
+from ragpipe.core import usable_cpus
+from ragpipe.settings import Settings
+from ragpipe.versions import code_version
+
+
+def _embeddings_output(s: Settings, con: Any, stats: dict[str, Any]) -> tuple[dict[str, Any], dg.DataVersion]:
+    metadata = {**stats, "dagster/row_count": stats["vectors"], "lancedb_uri": dg.MetadataValue.path(s.lancedb_uri)}
+    version = data_version(
+        con,
+        "SELECT embedder_tag, chunk_id FROM embeddings WHERE embedder_tag = ? ORDER BY chunk_id",
+        [stats["embedder_tag"]],
+    )
+    return metadata, version
+
+
+def _prepare_embedder(context: Any, s: Settings) -> None:
+    """Build a new embedder's local model before taking the warehouse's writer lock (`ragpipe sql` keeps answering)."""
+    t0 = time.perf_counter()
+    if embed.prepare(s.embedder, s.models_dir):
+        context.log.info(f"built the {s.embedder.name} model under {s.models_dir} in {time.perf_counter() - t0:.0f} s")
+
+
+def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.AssetsDefinition:
+    """One step, or with [scale].embed_shards > 1 a plan -> N shard steps -> merge graph (ragpipe.embed.shards)."""
+    common = dict(
+        name="embeddings",
+        group_name=GROUP,
+        kinds={"lancedb", "pytorch"},
+        code_version=code_version(settings, "embedder"),
+        automation_condition=RAGPIPE_CONDITION,
+        description=f"Vectors from the '{settings.embedder.name}' embedder in a LanceDB table per embedder tag. "
+        "Cached by (embedder tag, content hash): unchanged chunks are never re-embedded.",
+    )
+    shards = settings.scale.embed_shards
+    if shards <= 1:
+
+        @dg.asset(deps=[chunks], pool="duckdb", **common)
+        def embeddings(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
+            s = ragpipe.settings()
+            _prepare_embedder(context, s)
+            with ragpipe.warehouse() as con:
+                metadata, version = _embeddings_output(
+                    s, con, embed.embed_chunks(s, con, context.run.run_id, log=context.log.info)
+                )
+            return dg.MaterializeResult(metadata=metadata, data_version=version)
+
+        return embeddings
+
+    @dg.op(name="embed_plan", pool="duckdb", ins={"start": dg.In(dg.Nothing)})
+    def embed_plan(context: dg.OpExecutionContext, ragpipe: RagpipeResource) -> str:
+        """Which texts need a vector, one work file per shard (reads DuckDB and LanceDB)."""
+        s = ragpipe.settings()
+        _prepare_embedder(context, s)
+        with ragpipe.warehouse() as con:
+            return embed.plan_embed_shards(s, con, shards, log=context.log.info)["stage"]
+
+    def shard_op(i: int) -> dg.OpDefinition:
+        @dg.op(name=f"embed_shard_{i}", tags={"ragpipe/shard": f"{i}/{shards}"})
+        def embed_shard(context: dg.OpExecutionContext, ragpipe: RagpipeResource, stage: str) -> str:
+            """One shard's vectors into the staging directory; touches no database, so shards run in parallel."""
+            # Shards of one run share this machine's cores under the multiprocess executor; on a cluster executor
+            # each step has its own machine: RAGPIPE_SHARD_THREADS says so.
+            threads = int(os.environ.get("RAGPIPE_SHARD_THREADS") or max(1, usable_cpus() // shards))
+            stats = embed.embed_shard(ragpipe.settings(), Path(stage), i, shards, log=context.log.info, threads=threads)
+            context.add_output_metadata({**stats, "threads": threads, "pid": os.getpid()})
+            return stage
+
+        return embed_shard
+
+    @dg.op(name="embed_merge", pool="duckdb")
+    def embed_merge(context: dg.OpExecutionContext, ragpipe: RagpipeResource, stages: list[str]) -> dg.Output:
+        """Every shard's vectors into the LanceDB table (content-hash sync: any order gives the same table)."""
+        s = ragpipe.settings()
+        with ragpipe.warehouse() as con:
+            stats = embed.merge_embed_shards(s, con, context.run.run_id, Path(stages[0]), shards, log=context.log.info)
+            metadata, version = _embeddings_output(s, con, stats)
+        return dg.Output(None, metadata=metadata, data_version=version)
+
+    @dg.graph_asset(ins={"chunks": dg.AssetIn(key=chunks.key, dagster_type=dg.Nothing)}, **common)
+    def embeddings(chunks):  # type: ignore[no-untyped-def]
+        stage = embed_plan(chunks)
+        return embed_merge([shard_op(i)(stage) for i in range(shards)])
+
+    return embeddings

@@ -1,0 +1,11 @@
+"""The `ragpipe` command line: run the graph, gate CI on verdicts, maintain the golden set, query the warehouse.
+
+common.py holds what every command shares (settings, the Dagster instance, the runner, exit codes and error wording);
+each command group is one module that declares its sub-parser beside its commands (runs: demo, ingest, ci, status;
+golden; score; niah; compare: compare, history; warehouse: sql, export); app.py the root parser and `main`.
+"""
+
+from ragpipe.core import lazy_exports
+
+_EXPORTS = {"app": ["main", "build_parser"]}
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,0 +1,20 @@
+"""Shared by every stage: the errors users meet and the exit codes, text normalization, the words tables and reports
+share (verdicts, stamp statuses), the machine's CPUs, and the lazy exports each package's namespace is made of."""
+
+from ragpipe.core.exports import lazy_exports
+
+_EXPORTS = {
+    "errors": ["EXIT_OK", "EXIT_BLOCKED", "EXIT_INPUT", "EXIT_BUSY", "INPUT_ERRORS", "RagpipeError"],
+    "text": ["FOLD", "fold", "collapse_whitespace", "normalize_text", "common_prefix"],
+    "vocabulary": [
+        "VerdictName",
+        "VERDICTS",
+        "StampStatus",
+        "STAMP_STATUSES",
+        "REWRITES_FILE",
+        "NEEDS_ATTENTION",
+    ],
+    "machine": ["usable_cpus", "available_memory_mb"],
+    "exports": ["lazy_exports"],
+}
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,0 +1,60 @@
+"""Embedding: the embedders and their registry (EMBEDDERS), local model builds (static distillation, ONNX), the
+LanceDB store with its content-hash sync and indexes, the embeddings stage over the warehouse, and embedding shards."""
+
+from ragpipe.core import lazy_exports
+
+_EXPORTS = {
+    "embedders": [
+        "IMPL_VERSION as EMBEDDER_VERSION",
+        "Progress",
+        "Embedder",
+        "SentenceTransformerEmbedder",
+        "StaticEmbedder",
+        "OnnxEmbedder",
+        "EmbedderKind",
+        "EMBEDDERS",
+        "OTHER",
+        "kind_of",
+        "prepare",
+        "load_embedder",
+        "embedder_tag",
+        "LazyEmbedder",
+        "describe",
+    ],
+    "model_build": [
+        "ONNX_BUILDS",
+        "ONNX_FILE",
+        "minilm_path",
+        "weights_fingerprint",
+        "st_tag",
+        "static_fingerprint",
+        "max_seq_length",
+        "onnx_fingerprints",
+        "build_minilm_static",
+        "build_minilm_onnx",
+    ],
+    "store": [
+        "table_name",
+        "connect",
+        "open_store",
+        "open_table",
+        "table_dims",
+        "SyncStats",
+        "ChunkKey",
+        "TextLoader",
+        "SLICE_ROWS",
+        "KEY_COLUMNS",
+        "chunk_keys",
+        "VectorDiff",
+        "diff_vectors",
+        "sync_vectors",
+        "ensure_fts_index",
+        "ensure_vector_index",
+        "table_batches",
+        "table_columns",
+        "table_rows",
+    ],
+    "stage": ["current_chunk_keys", "chunk_text_loader", "embed_chunks"],
+    "shards": ["plan_embed_shards", "embed_shard", "staged_vectors", "merge_embed_shards"],
+}
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

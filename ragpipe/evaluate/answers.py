@@ -1,0 +1,82 @@
+"""The answers stage: every question of the latest eval run answered from its retrieved chunks."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from typing import Any, Callable
+
+import duckdb
+
+from ragpipe.evaluate.runs import fork_eval_run, judged_elsewhere, latest_eval_run, progress_line
+from ragpipe.rag import Answer, load_answerer
+from ragpipe.settings import Settings
+from ragpipe.warehouse import insert_rows, transaction
+
+Log = Callable[[str], None]
+
+
+def _noop(msg: str) -> None:
+    pass
+
+
+ANSWER_COLUMNS = "eval_run_id question_id answer error latency_s input_tokens output_tokens support".split()
+
+
+def _public_answerer_settings(settings: Settings) -> str:
+    """The answerer's settings as stored: the name of the key's variable, never its value."""
+    return json.dumps(dataclasses.asdict(settings.answerer), sort_keys=True)
+
+
+def answer_stage(
+    settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop, trigger: str = "manual"
+) -> dict[str, Any]:
+    """Answer every question of the latest eval run from its retrieved chunks (a new eval run when that one was
+    already judged: the answerer changed, or the nightly run re-answers)."""
+    eval_run_id = latest_eval_run(con, "TRUE")
+    if judged_elsewhere(con, eval_run_id, run_id):
+        eval_run_id = fork_eval_run(con, eval_run_id, run_id, trigger, answers=False)
+    questions = dict(con.execute("SELECT question_id, question FROM golden_tests").fetchall())
+    contexts: dict[str, list[str]] = {qid: [] for qid in questions}
+    for qid, text in con.execute(
+        "SELECT r.question_id, c.text FROM retrievals r JOIN eval_runs e USING (eval_run_id) "
+        "JOIN chunks c ON c.chunk_id = r.chunk_id AND c.chunker_tag = e.chunker_tag "
+        "WHERE r.eval_run_id = ? ORDER BY r.question_id, r.rank",
+        [eval_run_id],
+    ).fetchall():
+        if qid in contexts:
+            contexts[qid].append(text)
+    answerer = load_answerer(settings.answerer)
+    qids = sorted(questions)
+    t0 = time.perf_counter()
+    answers: list[Answer] = []
+    step = max(1, getattr(answerer, "progress_step", len(qids) or 1))
+    for i in range(0, len(qids), step):
+        answers += answerer.answer_all([(questions[q], contexts[q]) for q in qids[i : i + step]])
+        if len(answers) < len(qids):
+            log(progress_line("answered", len(answers), len(qids), time.perf_counter() - t0, qids[len(answers) - 1]))
+    secs = time.perf_counter() - t0
+    with transaction(con):
+        con.execute("DELETE FROM answers WHERE eval_run_id = ?", [eval_run_id])
+        rows = [
+            [eval_run_id, q, a.text, a.error, a.latency_s, a.input_tokens, a.output_tokens, a.support]
+            for q, a in zip(qids, answers)
+        ]
+        insert_rows(con, "answers", ANSWER_COLUMNS, rows)
+        con.execute(
+            "UPDATE eval_runs SET answerer = ?, answerer_label = ?, answered_run_id = ? WHERE eval_run_id = ?",
+            [_public_answerer_settings(settings), answerer.label, run_id, eval_run_id],
+        )
+    errors = sum(a.error is not None for a in answers)
+    log(f"answered {len(answers)} questions with {answerer.label} in {secs:.2f} s ({errors} errors)")
+    return {
+        "eval_run_id": eval_run_id,
+        "answerer": answerer.label,
+        "answers": len(answers),
+        "errors": errors,
+        "seconds": round(secs, 3),
+        "questions_per_s": round(len(answers) / secs, 2) if secs > 0 else None,
+        "input_tokens": sum(a.input_tokens for a in answers),
+        "output_tokens": sum(a.output_tokens for a in answers),
+    }

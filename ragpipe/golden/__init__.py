@@ -1,0 +1,25 @@
+"""The golden set: the file loaded and validated (every problem with file, line and field), its quotes in the forms
+people copy them, re-stamping (each test's quote located in the current chunks), and in-place rewrites that keep the
+file a reviewable diff."""
+
+from ragpipe.core import lazy_exports
+
+_EXPORTS = {
+    "file": [
+        "REQUIRED",
+        "KINDS",
+        "ANCHOR_FIELDS",
+        "GoldenProblem",
+        "GoldenSetError",
+        "GoldenTest",
+        "GoldenFile",
+        "json_objects",
+        "load_golden",
+        "check_quotes",
+        "rewrite_fields",
+        "write_atomic",
+    ],
+    "quotes": ["quote_form", "plain_form", "html_form", "quote_forms", "closest_passage"],
+    "restamp": ["IMPL_VERSION as GOLDEN_VERSION", "ChunkSpan", "Stamp", "Restamper", "id_value"],
+}
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

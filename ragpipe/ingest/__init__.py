@@ -1,0 +1,80 @@
+"""Ingestion: the corpus scanned by content hash, documents parsed (formats, the pdfium PDF engine, worker processes
+with time and memory limits, parse shards), chunked, and the corpus -> documents -> chunks stages over the warehouse.
+Each stage's implementation version is exported as <STAGE>_VERSION (ragpipe.versions joins them)."""
+
+from ragpipe.core import lazy_exports
+
+_EXPORTS = {
+    "corpus": [
+        "IMPL_VERSION as CORPUS_VERSION",
+        "CorpusFile",
+        "CorpusProblem",
+        "CorpusScan",
+        "file_sha256",
+        "is_excluded",
+        "scan_corpus",
+    ],
+    "parse": [
+        "IMPL_VERSION as PARSER_VERSION",
+        "SUPPORTED",
+        "ELEMENT_SEPARATOR",
+        "ParseError",
+        "ParseTimeout",
+        "ParseMemoryLimit",
+        "ParserCrashed",
+        "WorkerParseError",
+        "ParserUnavailable",
+        "ParsedDocument",
+        "format_of",
+        "parser_tag",
+        "parse_file",
+        "stored_elements_json",
+        "elements_from_json",
+        "element_offsets",
+    ],
+    "pdf": ["IMPL_VERSION as PDF_ENGINE_VERSION", "PdfError", "read_lines", "partition_pdfium"],
+    "parse_worker": ["timeout_message", "memory_message", "crash_message", "failed_under_lower_limits"],
+    "parse_pool": [
+        "WORKER_RSS_MB",
+        "derive_workers",
+        "parser_workers",
+        "ParserPool",
+        "isolation_available",
+        "shared_pool",
+    ],
+    "parse_shards": [
+        "StagingError",
+        "shard_of",
+        "plan_parse_shards",
+        "parse_shard",
+        "staged_results",
+        "merge_parse_shards",
+    ],
+    "chunk": [
+        "IMPL_VERSION as CHUNKER_VERSION",
+        "Chunk",
+        "CHUNKERS",
+        "content_hash",
+        "chunk_id_for",
+        "run_chunker",
+        "chunk_document",
+        "sentence_pack_spans",
+    ],
+    "stages": [
+        "sync_corpus",
+        "DOC_VERSION_SQL",
+        "doc_version",
+        "ParseResult",
+        "documents_todo",
+        "remove_documents",
+        "parse_one",
+        "record_parse",
+        "record_parses",
+        "documents_stats",
+        "parse_documents",
+        "chunk_documents",
+        "current_chunks",
+        "summary",
+    ],
+}
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,0 +1,43 @@
+"""Reading an answer as a careful grader does: the refusal grammar (does it refuse, hedge, cite, or state?) and answer
+matching (does it state the expected value: numbers, units, dates, versions, lists), and grounding (the facts an
+answer states, whether the retrieved text holds them, and where a value stands: negated, contrasted, a range, one of
+alternatives; spaCy's dependency parse). Shared by the golden set (a test's
+kind from its expected answer), the verdict rule and NIAH's scoring."""
+
+from ragpipe.core import lazy_exports
+
+_EXPORTS = {
+    "refusal": [
+        "prepare",
+        "clauses",
+        "refuses",
+        "hedge_leads",
+        "cites",
+        "Reading",
+        "read_answer",
+        "is_refusal",
+        "unwrap",
+    ],
+    "grounding": [
+        "Grounds",
+        "grounds",
+        "has_verb",
+        "names_in",
+        "outside",
+        "proposes",
+        "standing",
+        "unsupported",
+    ],
+    "match": [
+        "months",
+        "digits",
+        "numbers",
+        "dates",
+        "quantities",
+        "versions",
+        "Match",
+        "content_words",
+        "answer_matches",
+    ],
+}
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

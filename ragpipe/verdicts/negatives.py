@@ -1,0 +1,117 @@
+"""How a negative test's answer stands, clause by clause: refused, citing the trap, taking it (plainly or hedged),
+or answering from outside the retrieved text (ragpipe.verdicts.rule turns the outcome into a verdict)."""
+
+from __future__ import annotations
+
+from ragpipe.reading import (
+    Grounds,
+    Reading,
+    answer_matches,
+    content_words,
+    digits,
+    has_verb,
+    names_in,
+    numbers,
+    outside,
+    proposes,
+    standing,
+    unsupported,
+)
+
+
+def _new_numbers(clause: str, question: str) -> list[float]:
+    """Numbers a clause states that the question did not already hold ("2022" in "revenue for 2022?" is not one)."""
+    asked = numbers(digits(question))
+    return [x for x in numbers(digits(clause)) if not any(abs(x - y) < 1e-9 for y in asked)]
+
+
+def _states(r: Reading, value: str | None, question: str) -> bool:
+    """Does the clause state the value? Eagerly: 40 % of a long value's words are enough to count as stating it."""
+    return bool(value) and answer_matches(r.clause, value or "", question, share=0.4).matched
+
+
+# Words about the source and the answering, not about the subject: they never make a clause "about something else".
+_META = content_words(
+    "documents document docs context text passage passages source sources excerpt excerpts based "
+    "according mention mentioned mentions state stated states say says said provided information "
+    "given answer question specifically explicitly directly"
+)
+
+
+def _qualified(clause: str, question: str, value: str | None) -> bool:
+    """Does the clause tie its value to something the question did not ask about ("$48.7 million for Q3 2023" when
+    asked about 2022, "the HR-400 carries 45 kg" when asked about the HR-600)? Then it reports what the source
+    says about something else rather than answering: a token with a digit, or two content words, that neither the
+    question nor the value holds (words about the source do not count)."""
+    new = content_words(clause) - content_words(question) - content_words(value or "") - _META
+    return any(any(ch.isdigit() for ch in w) for w in new) or len(new) >= 2
+
+
+def _rejected(answer: str, value: str | None, question: str) -> bool:
+    """Is the value, wherever the answer writes it, negated or said of something else ("Not 2019: that is the year
+    of the audit", "Jane Roe chaired the audit committee, not the board")? Then it is cited, not taken."""
+    return bool(value) and standing(answer, value or "", question) in ("negated", "contrasted")
+
+
+def _new_facts(answer: str, clause: str, question: str) -> list[str]:
+    """Numbers and names the clause states that the question does not hold."""
+    asked = content_words(question)
+    return [f for f in names_in(answer, clause) if not content_words(f) <= asked]
+
+
+def read_negative(
+    readings: list[Reading], answer: str, question: str, trap_value: str | None, g: Grounds
+) -> tuple[str, str, bool]:
+    """(outcome, clause, unsure) for a negative test's answer. Outcomes: refusal, refusal_citing_trap, took_trap,
+    hedged_trap, hedged, outside, answered. `unsure`: the rules cannot settle it (a judge or a person may)."""
+    refused = any(r.refusal for r in readings)
+    rejected = _rejected(answer, trap_value, question)
+    trap_cited, unclear = False, None
+    for r in readings:
+        trap = _states(r, trap_value, question)
+        offered = _new_facts(answer, r.clause, question)
+        if r.refusal and not (r.hedge and offered):  # "possibly X, since they aren't mentioned again" offers X
+            trap_cited = trap_cited or trap
+            continue
+        if refused and r.own_knowledge and not r.citation:
+            return "outside", f"{r.clause} [attributed to the answerer's own knowledge, not the retrieved text]", False
+        away = outside(answer, r.clause, g)
+        if refused and away:  # a refusal, then content neither the retrieved text nor the question holds
+            return "outside", f"{r.clause} [not in the retrieved text: {', '.join(dict.fromkeys(away))}]", False
+        if refused and not r.citation:
+            new, total = unsupported(answer, r.clause, g)
+            if new >= 3 and new >= 0.5 * total:  # a claim of its own, in words the retrieved text does not use
+                return "outside", f"{r.clause} [{new} of its {total} content words not in the retrieved text]", False
+        if trap and rejected:
+            trap_cited = True
+            continue
+        if refused and r.answers_anyway:
+            return ("hedged_trap" if trap else "hedged"), r.clause, False
+        values = trap or bool(_new_numbers(r.clause, question))
+        if refused and r.hedge and not r.citation and proposes(answer, r.clause, question):
+            return ("hedged_trap" if trap else "hedged"), r.clause, False  # a guess beside a refusal proposes
+        if not (values or offered):
+            continue  # states no value
+        qualified = _qualified(r.clause, question, trap_value if trap else None)
+        approx = r.approx and (trap or not g.known)  # "around 1300" taken from the retrieved text reports it
+        if (r.hedge or approx) and not r.citation:
+            return ("hedged_trap" if trap else "hedged"), r.clause, False
+        if not values:  # names only: an answer without a refusal, else what the retrieved text says
+            if not refused:
+                return "answered", r.clause, False
+            continue
+        if (refused and r.infers and not r.citation) or (refused and r.based_on and not (r.citation or qualified)):
+            return ("hedged_trap" if trap else "hedged"), r.clause, False
+        if not refused:
+            return ("took_trap" if trap else "answered"), r.clause, False
+        if r.citation or qualified:
+            trap_cited = trap_cited or trap
+            continue
+        if trap and has_verb(answer, r.clause):  # the trap's value claimed of what was asked, beside a refusal
+            return "took_trap", r.clause, False
+        unclear = unclear or (r.clause, trap)
+    if not refused:
+        return "answered", "", True  # no refusal the grammar knows, and no value either
+    if unclear:
+        return ("took_trap" if unclear[1] else "answered"), unclear[0], True
+    return ("refusal_citing_trap" if trap_cited else "refusal"), "", False

@@ -1,0 +1,121 @@
+"""Whether a positive test's answer asserts the expected value as its answer: not disowned, not a rival option
+first, not negated, contrasted, a range end or one of alternatives, not concluding otherwise; a long span restated
+whole (ragpipe.verdicts.rule turns these into a verdict)."""
+
+from __future__ import annotations
+
+import re
+
+from ragpipe.reading import Reading, answer_matches, content_words, digits, names_in, numbers, standing
+
+_CORRECTS = re.compile(r"\b(?:actually|in\s+fact|really|instead|rather|correct|current|outdated|older|superseded)\b")
+_TURN = re.compile(r"^(?:but|however|yet|though|although|so|actually|in\s+fact|instead|still|nevertheless)\b")
+
+
+def disowned(readings: list[Reading], stating: list[int]) -> bool:
+    """The expected value appears only as what the documents say, and a later clause turns away from it ("The docs
+    say three days, but that is from an older policy, so it is two days")."""
+    if not all(readings[i].citation for i in stating):
+        return False
+    return any(
+        _TURN.search(r.clause) and (_CORRECTS.search(r.clause) or numbers(digits(r.clause)))
+        for r in readings[max(stating) + 1 :]
+    )
+
+
+def _shape(token: str) -> str:
+    return re.sub(r"[a-z]+", "a", re.sub(r"\d+", "d", token.lower()))
+
+
+def rival_first(answer: str, expected: str, question: str) -> str | None:
+    """For a choice the question offers ("the HR-200 or the HR-400?"): another option of the same form as the
+    expected one, named in the answer before it ("The HR-200 is the heavier arm, while the HR-400 is lighter")."""
+    e = expected.strip()
+    if " " in e or e.lower() not in question.lower():
+        return None
+    options = {t for t in re.findall(r"[\w.\-]+", question) if t.lower() != e.lower() and _shape(t) == _shape(e)}
+    text = answer.lower()
+    at = text.find(e.lower())
+    firsts = [(text.find(o.lower()), o) for o in options if 0 <= text.find(o.lower()) < at]
+    return min(firsts)[1] if firsts else None
+
+
+ASIDE = {
+    "negated": "negated",
+    "contrasted": "said of something else",
+    "range": "one end of a range",
+    "alternative": "one of alternatives",
+    "conjoined": "one of several it names",
+}
+_CONCLUDES = re.compile(
+    r"^(?:so|therefore|thus|hence|which\s+means|that\s+means|and\s+so)\b|\b(?:final\s+answer|the\s+answer\s+(?:is|would\s+be))\b"
+)
+
+
+def concludes_otherwise(
+    answer: str, readings: list[Reading], stating: list[int], expected: str, question: str
+) -> str | None:
+    """A conclusion after the expected value ("..., so the other university would be the Warsaw School of
+    Economics") that names something the expected answer does not hold: the answer it settles on."""
+    known = content_words(expected) | content_words(question)
+    for r in readings[max(stating) + 1 :] if stating else []:
+        if _CONCLUDES.search(r.clause) and not answer_matches(r.clause, expected).matched:
+            other = [
+                f for f in names_in(answer, r.clause) if re.search(r"\d|^[A-Z]", f) and not content_words(f) <= known
+            ]
+            if other:
+                return r.clause
+    return None
+
+
+_NEGATING = re.compile(r"\b(?:not|no|never|none|except|without|nor|neither|cannot)\b|n't\b")
+
+
+def whole(answer: str, expected: str) -> bool:
+    """A long expected span restated word for word (every content word, the same numbers, the same operators and
+    the same number of negations), in any order or inflection: sure enough to pass. Anything less is for a
+    reviewer."""
+    if not content_words(expected) <= content_words(answer):
+        return False
+    if not set(numbers(digits(expected))) <= set(numbers(digits(answer))):
+        return False
+    if not set(re.findall(r"[<>=!:]+", expected)) <= set(re.findall(r"[<>=!:]+", answer)):
+        return False
+    return len(_NEGATING.findall(expected.lower())) == len(_NEGATING.findall(answer.lower()))
+
+
+def first_code(answer: str, expected: str, question: str) -> str | None:
+    """Where the expected answer is code (`priority`): another piece of code the answer names first (`weight`), or
+    several others beside it (a list of candidates)."""
+    want = re.findall(r"`([^`\n]+)`", expected)
+    inline = re.sub(r"```.*?```", " ", answer, flags=re.S)
+    got = [c.strip().strip(".").lower() for c in re.findall(r"`([^`\n]+)`", inline)]
+    if len(want) != 1 or not got:
+        return None
+    w = want[0].strip().strip(".").lower()
+    rivals = [
+        c
+        for c in got
+        if w not in c
+        and c not in w
+        and c not in question.lower()
+        and standing(inline, c) not in ("negated", "contrasted")  # "Not `weight`: ..." rejects it
+    ]
+    if rivals and rivals[0] == got[0]:
+        return rivals[0]
+    return ", ".join(rivals) if len(rivals) >= 2 else None
+
+
+def aside(answer: str, expected: str, question: str) -> str | None:
+    """Why the expected value, as written, is not what the answer asserts (negated, said of something else, an end of
+    a range, one of alternatives, beside another of its kind), or None. An expected answer that is itself a range,
+    a choice or a list is not checked for being one."""
+    ignore = set()
+    if re.search(r"\bor\b", expected):
+        ignore.add("alternative")
+    if re.search(r"\b(?:to|and|between|from)\b|(?<!\d{4})(?<![\d-])\d+\s*[-\u2013]\s*\d+(?![\d-])", expected):
+        ignore.add("range")
+    if re.search(r"\band\b|[,;&]", expected):
+        ignore.add("conjoined")
+    how = standing(answer, expected, question, frozenset(ignore))
+    return ASIDE.get(how)

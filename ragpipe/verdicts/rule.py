@@ -1,0 +1,202 @@
+"""The verdict rule. A test whose anchor chunk was not retrieved did not run, whatever the model said.
+
+anchor (trap for negatives, evidence for positives) not fully retrieved -> did_not_run (with the reason)
+answerer error                                                          -> error
+negative: refuses, and every value it states is cited as what the source says  -> pass (refusal, refusal_citing_trap)
+          states the trap's value as the answer, plainly or hedged        -> fail (took the trap)
+positive: states the expected answer, not as a guess                      -> pass
+otherwise                                                                 -> fail
+Separately, a test validated under another embedder is flagged unverified.
+
+An answer is read clause by clause (ragpipe.refusal): "The docs don't say; they only give 1.0 for the removal"
+refuses and cites the trap; "The docs don't say, but it is probably 1.7" refuses and then answers anyway. A clause
+that states a value plainly beside a refusal is the one case the rules cannot settle: it fails, or, with a `[judge]`
+configured, goes to the judge (`needs_judge`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragpipe.core import VERDICTS  # noqa: F401  (re-exported)
+from ragpipe.golden import GoldenTest
+from ragpipe.rag import Answer
+from ragpipe.reading import (
+    Grounds,
+    Reading,
+    answer_matches,
+    content_words,
+    digits,
+    grounds,
+    numbers,
+    read_answer,
+    unwrap,
+)
+from ragpipe.verdicts.negatives import read_negative
+from ragpipe.verdicts.positives import ASIDE, aside, concludes_otherwise, disowned, first_code, rival_first, whole
+
+IMPL_VERSION = "2"  # 2: refusal grammar, trap cited vs taken, number words and units (ragpipe.refusal, ragpipe.match)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    question_id: str
+    kind: str
+    verdict: str
+    reason: str
+    anchor_ids: tuple[str, ...]
+    anchor_retrieved: bool
+    refused: bool
+    took_trap: bool
+    matched_by: str
+    unverified: bool
+    needs_judge: bool = False  # the rules could not settle it: a refusal beside a plainly stated value
+
+
+def took_trap(answer: str, trap_value: str | None) -> bool:
+    """Did the answer state the trap's tempting value ("$51.2 million", also as "51.2M")?"""
+    if not trap_value:
+        return False
+    # Word-bounded (answer_matches' contains): a bare substring test would read "15%" as stating a "5%" trap.
+    return answer_matches(answer, trap_value).matched
+
+
+def decide(
+    test: GoldenTest,
+    anchor_ids: tuple[str, ...],
+    stamp_status: str,
+    retrieved: list[str],
+    answer: Answer,
+    refusal_phrases: tuple[str, ...],
+    current_embedder_tag: str,
+    stamp_reason: str = "",
+    contexts: Sequence[str] = (),
+) -> Verdict:
+    """The verdict of one test. `contexts`: the retrieved texts the answerer saw; content beside a refusal that they
+    do not hold is an answer from outside the context (without them that cannot be checked)."""
+    anchor = "trap" if test.kind == "negative" else "evidence"
+    unverified = test.embedder_tag != current_embedder_tag
+    got = set(retrieved)
+    present = [i for i in anchor_ids if i in got]
+    all_in = bool(anchor_ids) and len(present) == len(anchor_ids)
+    text = unwrap(answer.text)
+    readings = read_answer(text, refusal_phrases) if text else []
+    refused = any(r.refusal for r in readings)
+
+    def v(verdict: str, reason: str, trap: bool = False, how: str = "", unsure: bool = False) -> Verdict:
+        if unsure and verdict != "pass":
+            verdict = "needs_review"  # the rules cannot settle it: a judge rules, or a person; it never passes
+        return Verdict(
+            test.question_id, test.kind, verdict, reason, anchor_ids, all_in, refused, trap, how, unverified, unsure
+        )
+
+    if not all_in:
+        if stamp_status == "missing":  # the corpus changed under the test: say how (ragpipe.restamp)
+            return v(
+                "did_not_run",
+                f"{anchor} {stamp_reason or 'missing from corpus: its quote is no longer in any document'}",
+            )
+        if not anchor_ids:
+            return v("did_not_run", f"no {anchor} chunk id: stamp the test (ragpipe golden restamp --write)")
+        if len(anchor_ids) > 1 and present:
+            return v("did_not_run", f"{anchor} split across {len(anchor_ids)} chunks and only {len(present)} retrieved")
+        return v("did_not_run", f"{anchor} chunk {', '.join(anchor_ids)} not retrieved in top {len(retrieved)}")
+    if answer.error:
+        return v("error", f"answerer error: {answer.error}")
+    if not text.strip():
+        return v("fail", "empty answer")
+    g = grounds(tuple(contexts), f"{test.question} {test.source or ''}")  # the document's name is no outside fact
+    if test.kind == "negative":
+        return _negative(test, text, readings, g, v)
+    return _positive(test, text, readings, v)
+
+
+def _negative(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, v: Any) -> Verdict:
+    outcome, clause, unsure = read_negative(readings, text, test.question, test.trap_value, g)
+    quoted = repr(clause[:160])
+    refused = any(r.refusal for r in readings)
+    if outcome == "refusal":
+        return v("pass", "refused with the trap in context", how="refusal")
+    if outcome == "refusal_citing_trap":
+        return v(
+            "pass",
+            f"refused; cites the trap's value {test.trap_value!r} only as what the documents say",
+            how="refusal_citing_trap",
+        )
+    if outcome == "outside":
+        return v("fail", f"refused, then answered from outside the context: {quoted}")
+    if outcome == "took_trap":
+        return v("fail", f"took the trap: the answer states {test.trap_value!r}", trap=True, unsure=unsure)
+    if outcome == "hedged_trap":
+        return v(
+            "fail", f"took the trap (hedged): the answer offers {test.trap_value!r} as likely: {quoted}", trap=True
+        )
+    if outcome == "hedged":
+        return v("fail", f"answered anyway (hedged): {quoted}")
+    if refused:
+        return v("fail", f"refused, then answered anyway: {quoted}", unsure=unsure)
+    return v("fail", f"answered instead of refusing: {text[:120]!r}", unsure=unsure)
+
+
+def _positive(test: GoldenTest, text: str, readings: list[Reading], v: Any) -> Verdict:
+    expected, question = test.expected_answer, test.question
+    refused = any(r.refusal for r in readings)
+    m = answer_matches(text, expected, question)
+    rival = rival_first(text, expected, question) if m.matched else None
+    if rival:
+        return v(
+            "fail",
+            f"names {rival!r} before {expected!r}, both options of the question: which one it "
+            f"gives as the answer is for a judge to read",
+            unsure=True,
+        )
+    stating = [i for i, r in enumerate(readings) if answer_matches(r.clause, expected, question).matched]
+    if m.matched and stating and disowned(readings, stating):
+        return v(
+            "fail",
+            f"cites {expected!r} as what the documents say, then answers otherwise: {readings[-1].clause[:120]!r}",
+        )
+    rival = first_code(text, expected, question) if m.matched else None
+    if rival:
+        return v(
+            "fail",
+            f"names `{rival}` before {expected!r}: which one it gives as the answer is for a reviewer",
+            unsure=True,
+        )
+    why = aside(text, expected, question) if m.matched else None
+    if why == ASIDE["conjoined"]:
+        return v(
+            "fail",
+            f"names {expected!r} beside another of its kind: which one it answers is for a reviewer",
+            unsure=True,
+        )
+    if why:
+        return v("fail", f"states {expected!r} only as {why}, not as the answer: {text[:120]!r}")
+    other = concludes_otherwise(text, readings, stating, expected, question) if m.matched else None
+    if other:
+        return v("fail", f"mentions {expected!r}, then concludes otherwise: {other[:120]!r}")
+    if m.matched and (not stating or any(not readings[i].hedge and not readings[i].refusal for i in stating)):
+        if (
+            m.how == "words"
+            and len(content_words(expected) - content_words(question)) > 2
+            and not whole(text, expected)
+        ):
+            return v(
+                "fail", f"shares most words of {expected!r}; whether it says the same is for a reviewer", unsure=True
+            )
+        return v("pass", f"answer matches expected ({m.how})", how=m.how)
+    if m.matched and all(readings[i].hedge for i in stating):
+        return v("fail", f"states {expected!r} only as a guess: {readings[stating[0]].clause[:120]!r}")
+    stated = set(numbers(digits(text))) - set(numbers(digits(question)))
+    if refused and not stated:
+        return v("fail", "refused although the evidence was retrieved")
+    # A paraphrase that shares much of the expected answer is for a judge or a reviewer to read; it never passes.
+    need = content_words(expected) - content_words(question)
+    close = (
+        answer_matches(text, expected, question, share=0.5).matched
+        or (bool(stated) and stated <= set(numbers(digits(expected))))
+        or (len(need) >= 5 and len(need & content_words(text)) >= 2)  # a long span, perhaps in other words
+    )
+    return v("fail", f"answer does not state {expected!r}: {text[:120]!r}", unsure=close)
