@@ -21,7 +21,8 @@ STAMP_CHECK = (
     "closest passage."
 )
 CHECKS = {
-    "no_failures": "No test failed (a fail is the model answering wrongly with its anchor in context).",
+    "no_failures": "No test failed or awaits review (a fail is the model answering wrongly with its anchor in "
+    "context; needs_review an answer the rules cannot settle, never a pass).",
     "every_test_ran": "Every test's anchor (trap or evidence) chunk was retrieved, so the verdict means something.",
     "verified_under_current_embedder": "Every test was last validated under the current embedder.",
     "golden_stamps_current": "The chunk ids written in the golden set file match the current chunking "
@@ -216,7 +217,9 @@ def _gate(blocking: list[Any]) -> str:
         if not blocking
         else "BLOCKED ("
         + ", ".join(
-            f"{n} {k}" for k in ("fail", "error", "did_not_run") if (n := sum(r.verdict == k for r in blocking))
+            f"{n} {k}"
+            for k in ("fail", "needs_review", "error", "did_not_run")
+            if (n := sum(r.verdict == k for r in blocking))
         )
         + ")"
     )
@@ -227,9 +230,9 @@ def _verdict_checks(stats: dict[str, Any], stale_stamps: int, severity: Any) -> 
     return [
         dg.AssetCheckResult(
             check_name="no_failures",
-            passed=stats["fail"] + stats["error"] == 0,
+            passed=stats["fail"] + stats["error"] + stats["needs_review"] == 0,
             severity=severity,
-            metadata={"fail": stats["fail"], "error": stats["error"]},
+            metadata={"fail": stats["fail"], "needs_review": stats["needs_review"], "error": stats["error"]},
         ),
         dg.AssetCheckResult(
             check_name="every_test_ran",
@@ -264,7 +267,8 @@ def _verdicts(settings: Settings, answers: dg.AssetsDefinition, severity: Any) -
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
         retry_policy=RETRY_POLICY,
-        description="pass / fail / test did not run / error per test, and unverified under the current embedder.",
+        description="pass / fail / needs review / test did not run / error per test, and unverified under the current "
+        "embedder.",
         check_specs=[dg.AssetCheckSpec(name, asset="verdicts", description=d) for name, d in CHECKS.items()],
     )
     def verdicts(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
@@ -285,6 +289,11 @@ def _verdicts(settings: Settings, answers: dg.AssetsDefinition, severity: Any) -
         context.instance.add_run_tags(context.run.run_id, {"ragpipe/gate": gate})
         failing = [(r.question_id, r.verdict, r.reason) for r in summary.rows if r.verdict in ("fail", "error")]
         dnr = [(r.question_id, r.reason) for r in summary.rows if r.verdict == "did_not_run"]
+        review = [
+            (r.question_id, r.reason, " ".join(r.answer.split())[:200])
+            for r in summary.rows
+            if r.verdict == "needs_review"
+        ]
         unv = [(r.question_id, r.test_embedder_tag or "-") for r in summary.rows if r.unverified]
         checks = _verdict_checks(stats, stale_stamps, severity)
         return dg.MaterializeResult(
@@ -294,6 +303,7 @@ def _verdicts(settings: Settings, answers: dg.AssetsDefinition, severity: Any) -
                 "failing_tests": dg.MetadataValue.md(_table(failing, ("test", "verdict", "reason"))),
                 "summary": dg.MetadataValue.md(render_markdown(summary, s.gate.block)),
                 "did_not_run_tests": dg.MetadataValue.md(_table(dnr, ("test", "reason"))),
+                "needs_review_tests": dg.MetadataValue.md(_table(review, ("test", "why unsure", "answer"))),
                 "unverified_tests": dg.MetadataValue.md(_table(unv, ("test", "validated under"))),
                 "changed_since_last_run": dg.MetadataValue.md(
                     "\n".join(changes_table(summary.changes)) if summary.changes else "(none)"

@@ -108,3 +108,41 @@ def test_a_bad_answers_file_lists_every_problem(tmp_path: Path) -> None:
     ):
         assert where in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_score_with_a_golden_file_needs_no_settings_file_and_grounds_in_the_retrieved_texts(tmp_path: Path) -> None:
+    """A one-off grader: no ragpipe.toml anywhere, the defaults apply; an answer that refuses and then answers from
+    outside the retrieved texts fails, and the default gate blocks on it."""
+    neg = GOLDEN["neg_01"]
+    lines = [
+        {"question_id": "neg_01", "answer": "The reports don't cover Q3 2022.", "retrieved_texts": [neg["trap_quote"]]},
+        {
+            "question_id": "neg_02",
+            "answer": "Not in the documents. From what I remember, it was 1,204 units.",
+            "retrieved_texts": [GOLDEN["neg_02"]["trap_quote"]],
+        },
+    ]
+    (tmp_path / "answers.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ragpipe.cli",
+            "score",
+            "--answers",
+            "answers.jsonl",
+            "--golden",
+            str(EXAMPLES / "golden.jsonl"),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={k: v for k, v in __import__("os").environ.items() if k != "RAGPIPE_SETTINGS"},
+    )
+    assert proc.returncode == 1, proc.stderr
+    got = {r["question_id"]: r for r in json.loads(proc.stdout)}
+    assert got["neg_01"]["verdict"] == "pass"
+    assert got["neg_02"]["verdict"] == "fail" and "outside the context" in got["neg_02"]["reason"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ragpipe.cli import compare, golden, niah, runs, score, warehouse
+from ragpipe.cli import compare, golden, niah, review, runs, score, warehouse
 from ragpipe.cli.common import run
 from ragpipe.settings import SETTINGS_ENV
 
@@ -35,6 +35,7 @@ Examples:
   ragpipe golden validate           check the golden set file, listing every problem with line and field
   ragpipe golden restamp --write    re-stamp trap/evidence chunk ids after re-chunking (a reviewable diff)
   ragpipe score --answers FILE.jsonl score answers produced elsewhere with the same verdict rule
+  ragpipe review                    decide the verdicts the rules left needs_review (kept for the same answer)
   ragpipe compare --set embedder.name=minilm-static   what a candidate would do, changing nothing
   ragpipe history neg_03            one test's verdict over time, with the cause of each change
   ragpipe sql "SELECT * FROM latest_verdicts"   read-only SQL over the warehouse
@@ -62,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--settings", help=f"settings file (default: ${SETTINGS_ENV} or ./ragpipe.toml)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for group in (runs, golden, score, niah, compare, warehouse):  # the order `ragpipe --help` lists them in
+    for group in (runs, golden, score, review, niah, compare, warehouse):  # the order `ragpipe --help` lists them in
         group.add_parsers(sub)
     return parser
 

@@ -11,13 +11,22 @@ from ragpipe.core import VERDICTS
 from ragpipe.settings import SettingsError
 
 
+def _settings_or_defaults(args: argparse.Namespace) -> Any:
+    """The settings file; with --golden and no settings file anywhere, the defaults (a one-off grader needs none)."""
+    from ragpipe.settings import settings_from_dict, settings_path
+
+    if args.golden and not args.settings and not settings_path(None).is_file():
+        return settings_from_dict({"corpus": {"dir": "."}}, Path.cwd() / "ragpipe.toml")  # scoring reads no corpus
+    return settings_from(args)
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     import json
 
     from ragpipe.golden import load_golden
     from ragpipe.verdicts import load_answers, score
 
-    settings = settings_from(args)
+    settings = _settings_or_defaults(args)
     golden_path = Path(args.golden) if args.golden else settings.golden.path
     if golden_path is None:
         raise SettingsError(f"{settings.source}: set [golden].path or pass --golden FILE")
@@ -67,6 +76,10 @@ A line of the answers file:
         metavar="FILE",
         help="JSON Lines: question_id, answer, retrieved_ids or retrieved_texts",
     )
-    p.add_argument("--golden", metavar="FILE", help="golden set file (default: [golden].path)")
+    p.add_argument(
+        "--golden",
+        metavar="FILE",
+        help="golden set file (default: [golden].path); with no settings file, the default settings are used",
+    )
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=cmd_score)

@@ -2,7 +2,7 @@
 
 from typing import Literal, get_args
 
-VerdictName = Literal["pass", "fail", "did_not_run", "error"]
+VerdictName = Literal["pass", "fail", "needs_review", "did_not_run", "error"]
 VERDICTS: tuple[VerdictName, ...] = get_args(VerdictName)
 
 StampStatus = Literal["unchanged", "moved", "split", "missing", "new", "no_quote"]

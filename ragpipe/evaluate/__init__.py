@@ -15,7 +15,17 @@ _EXPORTS = {
     ],
     "retrievals": ["retrieve_stage", "corpus_digest"],
     "runs": ["record_failure", "progress_line", "latest_eval_run", "fork_eval_run", "judged_elsewhere"],
-    "answers": ["ANSWER_COLUMNS", "answer_stage"],
+    "answers": ["ANSWER_COLUMNS", "answer_stage", "retrieved_texts"],
     "verdicts": ["VERDICT_COLUMNS", "test_sha", "anchor_rank", "anchor_source_sha", "verdict_stage"],
+    "reviews": [
+        "DECISIONS",
+        "ReviewError",
+        "Review",
+        "Pending",
+        "answer_sha",
+        "apply_reviews",
+        "latest",
+        "decide_review",
+    ],
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -29,6 +29,20 @@ def _public_answerer_settings(settings: Settings) -> str:
     return json.dumps(dataclasses.asdict(settings.answerer), sort_keys=True)
 
 
+def retrieved_texts(con: duckdb.DuckDBPyConnection, eval_run_id: str) -> dict[str, list[str]]:
+    """question_id -> the texts of the chunks retrieved for it, best first: what the answerer was shown (and what the
+    verdict rule grounds an answer in)."""
+    out: dict[str, list[str]] = {}
+    for qid, text in con.execute(
+        "SELECT r.question_id, c.text FROM retrievals r JOIN eval_runs e USING (eval_run_id) "
+        "JOIN chunks c ON c.chunk_id = r.chunk_id AND c.chunker_tag = e.chunker_tag "
+        "WHERE r.eval_run_id = ? ORDER BY r.question_id, r.rank",
+        [eval_run_id],
+    ).fetchall():
+        out.setdefault(qid, []).append(text)
+    return out
+
+
 def answer_stage(
     settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop, trigger: str = "manual"
 ) -> dict[str, Any]:
@@ -38,15 +52,8 @@ def answer_stage(
     if judged_elsewhere(con, eval_run_id, run_id):
         eval_run_id = fork_eval_run(con, eval_run_id, run_id, trigger, answers=False)
     questions = dict(con.execute("SELECT question_id, question FROM golden_tests").fetchall())
-    contexts: dict[str, list[str]] = {qid: [] for qid in questions}
-    for qid, text in con.execute(
-        "SELECT r.question_id, c.text FROM retrievals r JOIN eval_runs e USING (eval_run_id) "
-        "JOIN chunks c ON c.chunk_id = r.chunk_id AND c.chunker_tag = e.chunker_tag "
-        "WHERE r.eval_run_id = ? ORDER BY r.question_id, r.rank",
-        [eval_run_id],
-    ).fetchall():
-        if qid in contexts:
-            contexts[qid].append(text)
+    texts = retrieved_texts(con, eval_run_id)
+    contexts = {qid: texts.get(qid, []) for qid in questions}
     answerer = load_answerer(settings.answerer)
     qids = sorted(questions)
     t0 = time.perf_counter()

@@ -1,5 +1,6 @@
-"""The verdicts stage: every test of the latest answered eval run judged (pass, fail, did_not_run or error, plus
-unverified) by the verdict rule, and by the judge where the rule cannot settle it."""
+"""The verdicts stage: every test of the latest answered eval run judged (pass, fail, needs_review, did_not_run or
+error, plus unverified) by the verdict rule, by the judge where the rule cannot settle it, and by a person's earlier
+review of the same answer (ragpipe.evaluate.reviews)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any, Callable
 import duckdb
 
 from ragpipe.core import VERDICTS
+from ragpipe.evaluate.answers import retrieved_texts
+from ragpipe.evaluate.reviews import apply_reviews
 from ragpipe.evaluate.runs import fork_eval_run, judged_elsewhere, latest_eval_run
 from ragpipe.evaluate.stamps import current_anchors, golden_tests
 from ragpipe.golden import GoldenTest
@@ -85,8 +88,10 @@ def _decide_all(
     embedder_tag: str,
     retrieved: dict[str, list[str]],
     answers: dict[str, Answer],
+    contexts: dict[str, list[str]],
 ) -> list[tuple[GoldenTest, Verdict]]:
-    """The verdict rule on every test, in golden-set order, with its anchor as the current chunking stamps it."""
+    """The verdict rule on every test, in golden-set order, with its anchor as the current chunking stamps it and
+    the retrieved texts the answer is grounded in."""
     anchors = current_anchors(con, chunker_tag)
     verdicts = []
     for t in golden_tests(con):
@@ -104,6 +109,7 @@ def _decide_all(
                     settings.answerer.refusal_phrases,
                     embedder_tag,
                     stamp_reason=why,
+                    contexts=contexts.get(t.question_id, ()),
                 ),
             )
         )
@@ -165,7 +171,8 @@ def verdict_stage(
     chunker_tag, embedder_tag = run
     retrieved = _retrieved(con, eval_run_id)
     answers = _answers(con, eval_run_id)
-    verdicts = _decide_all(settings, con, chunker_tag, embedder_tag, retrieved, answers)
+    contexts = retrieved_texts(con, eval_run_id)
+    verdicts = _decide_all(settings, con, chunker_tag, embedder_tag, retrieved, answers, contexts)
     replies = {}
     if settings.judge.enabled:
         replies = settle(settings.judge, verdicts, {q: a.text for q, a in answers.items()})
@@ -174,6 +181,9 @@ def verdict_stage(
                 f"the judge ({settings.judge.openai.model}) ruled on {len(replies)} answer(s) the rules could not settle"
             )
     verdicts = [(t, replies[t.question_id][0] if t.question_id in replies else v) for t, v in verdicts]
+    verdicts, reviewed = apply_reviews(con, verdicts, answers, {t.question_id: test_sha(t) for t, _ in verdicts})
+    if reviewed:
+        log(f"{reviewed} verdict(s) decided by an earlier review of the same answer (ragpipe review)")
     _record_verdicts(con, run_id, eval_run_id, chunker_tag, verdicts, replies, retrieved)
     counts = {k: sum(v.verdict == k for _, v in verdicts) for k in VERDICTS}
     counts["unverified"] = sum(v.unverified for _, v in verdicts)

@@ -22,6 +22,7 @@ class Row:
     test_embedder_tag: str | None
     question: str
     matched_by: str | None = None  # how a pass was decided: refusal, refusal_citing_trap, judge, contains, numeric, ...
+    answer: str = ""  # the answer judged (shown beside a needs_review verdict: a person decides from it)
 
 
 @dataclass
@@ -102,8 +103,10 @@ def load_summary(con: duckdb.DuckDBPyConnection) -> EvalSummary | None:
     rows = [
         Row(*r)
         for r in con.execute(
-            "SELECT v.question_id, v.kind, v.verdict, v.reason, v.unverified, v.test_embedder_tag, g.question, v.matched_by "
-            "FROM verdicts v LEFT JOIN golden_tests g USING (question_id) WHERE v.eval_run_id = ? ORDER BY v.question_id",
+            "SELECT v.question_id, v.kind, v.verdict, v.reason, v.unverified, v.test_embedder_tag, g.question, v.matched_by, "
+            "coalesce(a.answer, '') FROM verdicts v LEFT JOIN golden_tests g USING (question_id) "
+            "LEFT JOIN answers a ON a.eval_run_id = v.eval_run_id AND a.question_id = v.question_id "
+            "WHERE v.eval_run_id = ? ORDER BY v.question_id",
             [run[0]],
         ).fetchall()
     ]
@@ -133,6 +136,7 @@ def load_summary(con: duckdb.DuckDBPyConnection) -> EvalSummary | None:
 
 SECTIONS = (
     ("FAIL", lambda r: r.verdict == "fail"),
+    ("NEEDS REVIEW", lambda r: r.verdict == "needs_review"),
     ("ERROR", lambda r: r.verdict == "error"),
     ("TEST DID NOT RUN", lambda r: r.verdict == "did_not_run"),
     ("UNVERIFIED UNDER CURRENT EMBEDDER", lambda r: r.unverified),
@@ -151,6 +155,8 @@ def passing_negatives(s: EvalSummary) -> list[Row]:
 def _reason(r: Row, s: EvalSummary, title: str) -> str:
     if title.startswith("UNVERIFIED"):
         return f"validated under {r.test_embedder_tag or 'no embedder'}, current is {s.embedder_tag}"
+    if title == "NEEDS REVIEW":  # the answer itself: a person decides from it (ragpipe review)
+        return f"{r.reason}; answer: {' '.join(r.answer.split())[:300]!r}"
     return r.reason
 
 
@@ -160,8 +166,9 @@ def render_text(s: EvalSummary, block: tuple[str, ...]) -> str:
         *([f"NOT CURRENT: {s.banner}"] if s.banner != "current" else []),
         f"EVALUATION  run {s.eval_run_id}",
         f"  chunker {s.chunker_tag} | embedder {s.embedder_tag} | retriever {s.retriever.get('mode')} top-{s.retriever.get('k')} | answerer {s.answerer}",
-        f"  {len(s.rows)} tests: {s.count('pass')} pass, {s.count('fail')} fail, {s.count('did_not_run')} did not run, "
-        f"{s.count('error')} error; {s.n_unverified} unverified under current embedder",
+        f"  {len(s.rows)} tests: {s.count('pass')} pass, {s.count('fail')} fail, {s.count('needs_review')} needs review, "
+        f"{s.count('did_not_run')} did not run, {s.count('error')} error; {s.n_unverified} unverified under current "
+        "embedder",
         f"  retrieval of anchors: hit@{m['k']}={m['hit_at_k']:.3f}  MRR={m['mrr']:.3f}  recall@{m['k']}={m['recall_at_k']:.3f}",
     ]
     for title, pred in SECTIONS:
@@ -200,9 +207,10 @@ def render_markdown(s: EvalSummary, block: tuple[str, ...]) -> str:
         *([f"> **Not current**: {s.banner}", ""] if s.banner != "current" else []),
         f"chunker `{s.chunker_tag}`, embedder `{s.embedder_tag}`, retriever {s.retriever.get('mode')} top-{s.retriever.get('k')}, answerer {s.answerer}",
         "",
-        "| pass | fail | did not run | error | unverified | hit@k | MRR |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
-        f"| {s.count('pass')} | {s.count('fail')} | {s.count('did_not_run')} | {s.count('error')} | {s.n_unverified} | {m['hit_at_k']:.3f} | {m['mrr']:.3f} |",
+        "| pass | fail | needs review | did not run | error | unverified | hit@k | MRR |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| {s.count('pass')} | {s.count('fail')} | {s.count('needs_review')} | {s.count('did_not_run')} | {s.count('error')} "
+        f"| {s.n_unverified} | {m['hit_at_k']:.3f} | {m['mrr']:.3f} |",
     ]
     for title, pred in SECTIONS:
         chosen = [r for r in s.rows if pred(r)]
@@ -237,7 +245,7 @@ def render_junit(s: EvalSummary) -> str:
         "testsuite",
         name="ragpipe golden set",
         tests=str(len(s.rows)),
-        failures=str(s.count("fail")),
+        failures=str(s.count("fail") + s.count("needs_review")),
         errors=str(s.count("error")),
         skipped=str(s.count("did_not_run")),
     )
@@ -254,6 +262,9 @@ def render_junit(s: EvalSummary) -> str:
                 ET.SubElement(el, "property", name=name, value=value)
         if r.verdict == "fail":
             ET.SubElement(case, "failure", message=r.reason).text = r.question
+        elif r.verdict == "needs_review":  # unsure never passes: a failure until a person decides
+            msg = f"needs review: {r.reason}"
+            ET.SubElement(case, "failure", message=msg, type="needs_review").text = f"{r.question}\nanswer: {r.answer}"
         elif r.verdict == "error":
             ET.SubElement(case, "error", message=r.reason).text = r.question
         elif r.verdict == "did_not_run":

@@ -15,7 +15,14 @@ TRANSITIONS = tuple(f"{a}->{b}" for a in VERDICTS for b in (*VERDICTS, "none") i
 class CompareSettings:
     """`ragpipe compare` exits 1 when the candidate makes one of these transitions (current -> candidate verdict)."""
 
-    block: tuple[str, ...] = ("pass->fail", "pass->did_not_run", "fail->did_not_run", "pass->error", "fail->error")
+    block: tuple[str, ...] = (
+        "pass->fail",
+        "pass->needs_review",
+        "pass->did_not_run",
+        "fail->did_not_run",
+        "pass->error",
+        "fail->error",
+    )
 
 
 def check(c: CompareSettings, src: Path) -> None:

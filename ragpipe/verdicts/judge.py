@@ -109,7 +109,7 @@ def settle(
 ) -> dict[str, tuple[Verdict, str | None]]:
     """The judge's verdicts, with its raw replies, for the answers the rules could not settle; nothing else goes to
     it, so it can never turn a did_not_run or an error into a pass."""
-    unsure = [(t, v) for t, v in verdicts if v.needs_judge and v.verdict in ("pass", "fail")]
+    unsure = [(t, v) for t, v in verdicts if v.needs_judge and v.verdict in ("pass", "fail", "needs_review")]
     rulings = rule_all(cfg, [(t, answers[t.question_id]) for t, _ in unsure]) if unsure else []
     return {
         t.question_id: (

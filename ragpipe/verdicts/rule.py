@@ -37,7 +37,8 @@ from ragpipe.reading import (
 from ragpipe.verdicts.negatives import read_negative
 from ragpipe.verdicts.positives import ASIDE, aside, concludes_otherwise, disowned, first_code, rival_first, whole
 
-IMPL_VERSION = "2"  # 2: refusal grammar, trap cited vs taken, number words and units (ragpipe.refusal, ragpipe.match)
+IMPL_VERSION = "3"  # 3: grounding in the retrieved text, negation scope and what a value is said of, needs_review
+# (2: refusal grammar, trap cited vs taken, number words and units)
 
 
 @dataclass(frozen=True)

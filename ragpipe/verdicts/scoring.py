@@ -13,7 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragpipe.golden import GoldenFile, GoldenProblem, GoldenSetError, GoldenTest, json_objects
+from ragpipe.golden import (
+    GoldenFile,
+    GoldenProblem,
+    GoldenSetError,
+    GoldenTest,
+    json_objects,
+    plain_form,
+    quote_forms,
+)
 from ragpipe.rag import Answer
 from ragpipe.settings import Settings
 from ragpipe.verdicts.rule import Verdict, decide
@@ -78,10 +86,6 @@ def load_answers(path: Path, golden: GoldenFile) -> list[AnswerLine]:
     return out
 
 
-def _collapse(text: str) -> str:
-    return " ".join(text.split())
-
-
 def score_one(test: GoldenTest, line: AnswerLine | None, settings: Settings) -> Verdict:
     anchor = "trap" if test.kind == "negative" else "evidence"
     answer = Answer(line.answer if line else "", 0.0, 0, 0)
@@ -93,8 +97,9 @@ def score_one(test: GoldenTest, line: AnswerLine | None, settings: Settings) -> 
             verdict="did_not_run",
             reason="no answer line for this test in the answers file",
         )
+    texts = tuple(line.retrieved_texts or ())  # what the answer is grounded in, when the line gives it
     if line.retrieved_ids is not None:
-        return decide(test, tuple(test.anchor_ids), "", line.retrieved_ids, answer, phrases, tag)
+        return decide(test, tuple(test.anchor_ids), "", line.retrieved_ids, answer, phrases, tag, contexts=texts)
     if line.retrieved_texts is None:
         return dataclasses.replace(
             decide(test, (), "", [], answer, phrases, tag),
@@ -108,8 +113,9 @@ def score_one(test: GoldenTest, line: AnswerLine | None, settings: Settings) -> 
             reason=f"no {anchor} quote to look for in retrieved_texts: add {anchor}_quote "
             f"to the test or give retrieved_ids",
         )
-    found = any(_collapse(test.quote) in _collapse(t) for t in line.retrieved_texts)
-    v = decide(test, (_QUOTE_ID,), "", [_QUOTE_ID] if found else [], answer, phrases, tag)
+    forms = quote_forms(test.quote)
+    found = any(f in plain_form(t) for t in line.retrieved_texts for f in forms)
+    v = decide(test, (_QUOTE_ID,), "", [_QUOTE_ID] if found else [], answer, phrases, tag, contexts=texts)
     if not found:
         v = dataclasses.replace(
             v, reason=f"{anchor} quote not in any of the {len(line.retrieved_texts)} retrieved texts"
