@@ -28,9 +28,15 @@ HERE = Path(__file__).resolve().parents[1]
 if str(HERE) not in sys.path:
     sys.path.append(str(HERE))
 
+import ragpipe  # noqa: E402
 from ragpipe.golden import GoldenTest, load_golden  # noqa: E402
-from ragpipe.rag import Answer  # noqa: E402
-from ragpipe.verdicts import decide  # noqa: E402
+
+if (Path(ragpipe.__file__).parent / "verdict.py").exists():  # a checkout from before the stage packages
+    from ragpipe.answer import Answer  # type: ignore[no-redef]
+    from ragpipe.verdict import decide  # type: ignore[no-redef]
+else:
+    from ragpipe.rag import Answer
+    from ragpipe.verdicts import decide
 
 DATA = HERE / "bench" / "data" / "first_contact"
 SQUAD = HERE.parent / "shared" / "data" / "squad2_dev" / "golden_squad.json"
@@ -146,8 +152,6 @@ def main() -> None:
     ap.add_argument("--show", action="store_true", help="print every disagreement with its reason")
     ap.add_argument("--peers", action="store_true", help="also score the answers with promptfoo's and plain matchers")
     args = ap.parse_args()
-    import ragpipe
-
     tests, contexts = golden()
     rows = [r for r in rows_of(args.set) if not r.get("ambiguous")]
     print(f"rule from {Path(ragpipe.__file__).parent}; {args.set}: {len(rows)} labelled answers")
