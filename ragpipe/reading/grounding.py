@@ -28,6 +28,9 @@ _META = content_words(
 _CONTRAST = {"unlike", "except", "besides", "instead", "rather", "apart", "aside", "excluding", "versus", "vs", "vs."}
 _RANGE_WORDS = {"between", "from", "to", "and", "-", "\u2013", "through", "up", "anywhere"}
 _CODE = re.compile(r"`([^`\n]+)`")
+# counts written as words ("in two places", "three options") describe the answer more often than they state a fact
+_SMALL_COUNTS = set("one two three four five six seven eight nine ten both".split())
+_BOUNDS = {"later", "newer", "higher", "above", "more", "greater", "earlier", "lower", "less", "fewer", "so", "older"}
 _NEGATORS = {"not", "never", "no", "n't", "nor", "neither"}
 
 
@@ -64,7 +67,8 @@ class Grounds:
 def grounds(texts: tuple[str, ...], question: str) -> Grounds:
     joined = unicodedata.normalize("NFKC", " ".join((*texts, question)))
     tokens = re.findall(r"[\w'\u2019.\-]+", joined)
-    words = {_key(w) for w in tokens} | {_key(p) for w in tokens if "-" in w for p in w.split("-")}
+    parts = {p for w in tokens for p in re.split(r"[-_.:/]+", w) if p}  # "load_cert_chain", "APT::Solver"
+    words = {_key(w) for w in tokens} | {_key(p) for p in parts}
     values = set(numbers(digits(joined)))
     for w in re.findall(r"\d[\d,.\u2013\-]*", joined):  # "1862-90" holds 1862 and 90
         values.update(float(x) for x in re.findall(r"\d+(?:\.\d+)?", w.replace(",", "")))
@@ -134,7 +138,11 @@ def outside(answer: str, clause: str, g: Grounds) -> list[str]:
     """The facts of `clause` (a prepared clause of `answer`) that neither the retrieved texts nor the question hold."""
     if not g.known:
         return []
-    return [f.text for f in facts(answer) if _in_clause(f.text, clause) and not grounded(f, g)]
+    return [
+        f.text
+        for f in facts(answer)
+        if _in_clause(f.text, clause) and not grounded(f, g) and f.text.lower() not in _SMALL_COUNTS
+    ]
 
 
 def _in_clause(text: str, clause: str) -> bool:
@@ -273,8 +281,15 @@ def _alternative(span: Any) -> bool:
         and root.head.pos_ in kinds
         and any(c.dep_ == "cc" and c.lower_ == "or" for c in root.head.children)
     )
-    either = any(t.lower_ == "either" for t in doc[max(0, span.start - 3) : span.start])
-    return conj_or or joined_to or either
+    after = [t for t in doc[span.end : span.end + 4] if not (t.is_punct or t.is_space)]
+    if after[:1] and after[0].lower_ == "or" and len(after) > 1 and after[1].lower_ in _BOUNDS:
+        return False  # "1.17.11 or later", "3.9 or newer": a bound
+    sentence = span.sent
+    before = doc[sentence.start : span.start]
+    either = any(t.lower_ == "either" for t in before) and any(t.lower_ == "or" for t in sentence)
+    near = [t for t in doc[max(0, span.start - 3) : span.start] if not (t.is_punct or t.is_space)]
+    or_next = bool(after[:1] and after[0].lower_ == "or") or bool(near[-1:] and near[-1].lower_ == "or")
+    return conj_or or joined_to or either or or_next
 
 
 def _conjoined(span: Any) -> bool:
@@ -282,8 +297,11 @@ def _conjoined(span: Any) -> bool:
     that merely says more, "Scandinavia and northern Europe", is not)."""
     root = span.root
     doc = span.doc
-    if not any(t.lower_ == "both" for t in doc[max(0, span.start - 6) : span.end + 2]):
+    window = doc[max(0, span.start - 6) : min(len(doc), span.end + 6)]
+    if not any(t.lower_ == "both" for t in window):
         return False
+    if re.search(r"\bboth\b[^.;]*\band\b", window.text.lower()):
+        return True
     kinds = ("NOUN", "PROPN", "NUM")
     with_and = any(c.dep_ == "cc" and c.lower_ == "and" for c in root.children) and any(
         c.dep_ == "conj" and c.pos_ in kinds for c in root.children

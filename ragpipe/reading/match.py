@@ -317,6 +317,10 @@ def _structured_match(answer: str, expected: str) -> Match:
     """Exact, contains, dates, versions, numbers, lists; how="no" when the expected value's structure (a date, a
     version) rules the answer out, so that words alone cannot match it."""
     answer = _years_for(answer, expected)
+    token = expected.strip().strip("`")
+    if " " not in token and re.search(r"\w[_:]|[_:]\w", token):  # an identifier (`_apt`, `APT::Sandbox`): as written
+        found = re.search(r"(?<![\w:])" + re.escape(token.lower()) + r"(?![\w:])", answer.lower())
+        return Match(True, "contains") if found else Match(False, "no")
     a, e = normalize_text(answer), normalize_text(expected)
     if not e:
         return Match(False, "")

@@ -133,7 +133,8 @@ _BASED_ON = re.compile(r"\b(?:based\s+on|going\s+by|from\s+what)\b")
 # Attribution to something other than the retrieved text: the answerer's memory or general knowledge. Beside a
 # refusal it introduces an answer from outside the context, whatever follows.
 _OWN_KNOWLEDGE = re.compile(
-    r"\b(?:(?:general|common|background|prior|outside|world|my\s+own|my|own)\s+knowledge|from\s+(?:what\s+)?(?:i|we)\s+"
+    r"\b(?:(?:general|common|background|prior|outside|world|my\s+own|my|own)\s+knowledge|"
+    r"(?:from|in)\s+(?:my\s+)?(?:own\s+)?experience|from\s+(?:what\s+)?(?:i|we)\s+"
     r"(?:remember|recall|know)|(?:i|we)\s+(?:remember|recall)|as\s+far\s+as\s+(?:i|we)\s+know|from\s+memory|"
     r"(?:outside|beyond)\s+(?:of\s+)?(?:the|these|this)\s+(?:documents?|context|passages?|sources?|text)|"
     r"historically|in\s+general|generally\s+speaking|it\s+is\s+(?:well|widely|commonly)\s+known|"
@@ -232,7 +233,16 @@ def unwrap(text: str) -> str:
         return block[:start] + "".join(f"{p}. " for p in parts) + block[end + 1 :]
 
     out = _FENCE.sub(lambda m: read(m.group(1)) or m.group(0), text)
-    return (read(out) or out) if "{" in out else out
+    out = (read(out) or out) if "{" in out else out
+    if re.match(r"\s*<\w+[^>]*>", out) and re.search(r"</\w+>\s*$|/>\s*$", out):  # an XML answer
+
+        def tag(m: re.Match[str]) -> str:  # <answer found="false"/> says "answer not found"
+            falsy = re.findall(r"(\w+)=\"(?:false|no|none|null)\"", m.group(0), flags=re.I)
+            return ". " + "".join(f"{m.group(1)} not {k}. " for k in falsy)
+
+        out = re.sub(r"<(\w+)[^>]*>|</\w+>", lambda m: tag(m) if m.group(1) else ". ", out)
+        out = re.sub(r"(?:\s*\.\s*){2,}", ". ", out).strip(" .") + "."
+    return out
 
 
 def prepare(text: str) -> str:
@@ -267,6 +277,7 @@ def clauses(text: str) -> list[str]:
     return [c for c, _ in _parts(text)]
 
 
+_IN_CONDITION = re.compile(r"\b(?:if|when|whenever|unless)\b[^,;:]*$")
 _CONDITION = re.compile(r"^(?:and\s+|but\s+)?(?:if|when|whenever|unless|where|once)\b")
 
 
@@ -279,7 +290,12 @@ def refuses(clause: str, phrases: tuple[str, ...] = ()) -> bool:
         return False
     if _APOLOGY.search(clause) and _NEGATION.search(clause):
         return True
-    return any(r.search(clause) for r in _REFUSAL)
+    for rule in _REFUSAL:
+        m = rule.search(clause)
+        # inside a condition ("..., 0 is used if `size` is not specified") it states what happens, not an absence
+        if m and not _IN_CONDITION.search(clause[: m.start()]):
+            return True
+    return False
 
 
 def hedge_leads(clause: str) -> bool:

@@ -94,7 +94,9 @@ def read_negative(
             continue  # states no value
         qualified = _qualified(r.clause, question, trap_value if trap else None)
         approx = r.approx and (trap or not g.known)  # "around 1300" taken from the retrieved text reports it
-        if (r.hedge or approx) and not r.citation:
+        if (
+            (r.hedge or approx) and not r.citation and not r.clause.rstrip().endswith("?")
+        ):  # a question proposes nothing
             return ("hedged_trap" if trap else "hedged"), r.clause, False
         if not values:  # names only: an answer without a refusal, else what the retrieved text says
             if not refused:

@@ -16,6 +16,7 @@ configured, goes to the judge (`needs_judge`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ from ragpipe.reading import (
     digits,
     grounds,
     numbers,
+    outside,
     read_answer,
     unwrap,
 )
@@ -111,7 +113,7 @@ def decide(
     g = grounds(tuple(contexts), f"{test.question} {test.source or ''}")  # the document's name is no outside fact
     if test.kind == "negative":
         return _negative(test, text, readings, g, v)
-    return _positive(test, text, readings, v)
+    return _positive(test, text, readings, g, v)
 
 
 def _negative(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, v: Any) -> Verdict:
@@ -141,7 +143,7 @@ def _negative(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, 
     return v("fail", f"answered instead of refusing: {text[:120]!r}", unsure=unsure)
 
 
-def _positive(test: GoldenTest, text: str, readings: list[Reading], v: Any) -> Verdict:
+def _positive(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, v: Any) -> Verdict:
     expected, question = test.expected_answer, test.question
     refused = any(r.refusal for r in readings)
     m = answer_matches(text, expected, question)
@@ -177,7 +179,7 @@ def _positive(test: GoldenTest, text: str, readings: list[Reading], v: Any) -> V
         return v("fail", f"states {expected!r} only as {why}, not as the answer: {text[:120]!r}")
     other = concludes_otherwise(text, readings, stating, expected, question) if m.matched else None
     if other:
-        return v("fail", f"mentions {expected!r}, then concludes otherwise: {other[:120]!r}")
+        return v("fail", f"mentions {expected!r}, then concludes with {other[:120]!r}: for a reviewer", unsure=True)
     if m.matched and (not stating or any(not readings[i].hedge and not readings[i].refusal for i in stating)):
         if (
             m.how == "words"
@@ -186,6 +188,22 @@ def _positive(test: GoldenTest, text: str, readings: list[Reading], v: Any) -> V
         ):
             return v(
                 "fail", f"shares most words of {expected!r}; whether it says the same is for a reviewer", unsure=True
+            )
+        if refused:  # it states the value and also says the source does not hold it
+            return v("fail", f"states {expected!r} and also refuses: which it means is for a reviewer", unsure=True)
+        extra = [  # from the clauses beside the one that states the value (there an equivalent form is the value)
+            f
+            for i, r in enumerate(readings)
+            if i not in stating
+            for f in outside(text, r.clause, g)
+            if f.lower() not in expected.lower() and not re.fullmatch(r"\d", f)
+        ]
+        if extra:  # the expected value, beside claims the retrieved text does not hold
+            return v(
+                "fail",
+                f"states {expected!r}, beside {', '.join(dict.fromkeys(extra))} that the retrieved text does not "
+                "hold: for a reviewer",
+                unsure=True,
             )
         return v("pass", f"answer matches expected ({m.how})", how=m.how)
     if m.matched and all(readings[i].hedge for i in stating):
