@@ -26,7 +26,7 @@ BUNDLED = {
     "niah_trials": "v1-5d4a0c52d1",
     "retrievals": "v2-c4fa7b0471",
     "stamps": "v1-ab6be096aa",
-    "verdicts": "v3-a701e15349",  # v3: the rule grounds answers and has needs_review (issue 27)
+    "verdicts": "v3-675ad69aa7",  # v3: the rule grounds answers and has needs_review; [gate].block gains it (issue 27)
 }
 # Every section away from its defaults, a judge, shards (their own steps), a [niah] grid.
 VARIANT = {
@@ -53,7 +53,7 @@ STAGES_BUNDLED = {
     "golden": "v1-ab6be096aa",
     "parser": "v1-aa8b566cfe",
     "retriever": "v2-c4fa7b0471",
-    "verdict": "v3-a701e15349",
+    "verdict": "v3-675ad69aa7",
 }
 STAGES_VARIANT = {
     "answerer": "v1-19a549e02c",

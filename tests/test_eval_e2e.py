@@ -87,11 +87,13 @@ def test_default_settings_every_trap_retrieved_and_verdicts_follow_answers(proj:
         if not r["anchor_retrieved"]:
             assert r["verdict"] == "did_not_run"
         elif r["kind"] == "negative":
-            assert r["verdict"] == ("pass" if r["refused"] and not r["took_trap"] else "fail"), r
+            assert r["verdict"] in ("pass", "fail", "needs_review"), r
+            if r["verdict"] == "pass":  # a pass is a refusal that never took the trap
+                assert r["refused"] and not r["took_trap"], r
         else:
-            assert r["verdict"] in ("pass", "fail")
+            assert r["verdict"] in ("pass", "fail", "needs_review")
             if r["refused"]:
-                assert r["verdict"] == "fail"
+                assert r["verdict"] != "pass"
     # unverified: exactly the tests validated under no embedder or another one than the run's
     (current,) = {t[0] for t in proj.sql("SELECT embedder_tag FROM latest_eval_run")}
     assert {q for q, r in v.items() if r["unverified"]} == {
@@ -113,7 +115,10 @@ def test_bundled_verdicts_match_the_snapshot(proj: Project) -> None:
             for q, r in sorted(latest(proj).items())
         )
     }
-    counts = {k: sum(r["verdict"] == k for r in got.values()) for k in ("pass", "fail", "did_not_run", "error")}
+    counts = {
+        k: sum(r["verdict"] == k for r in got.values())
+        for k in ("pass", "fail", "needs_review", "did_not_run", "error")
+    }
     if os.environ.get("RAGPIPE_UPDATE_SNAPSHOT"):
         SNAPSHOT.write_text(json.dumps({"counts": counts, "verdicts": got}, indent=1) + "\n", encoding="utf-8")
     want = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
@@ -127,7 +132,7 @@ def test_ci_summary_sections_exit_code_and_reports(
     junit, md = tmp_path / "junit.xml", tmp_path / "summary.md"
     code, out = ci(proj, capsys, "--junit", str(junit), "--markdown", str(md))
     v = latest(proj)
-    blocking = [r for r in v.values() if r["verdict"] in ("fail", "did_not_run", "error")]
+    blocking = [r for r in v.values() if r["verdict"] in ("fail", "needs_review", "did_not_run", "error")]
     assert code == (1 if blocking else 0)
     assert "everything is up to date" in out  # nothing stale: nothing re-embedded or re-answered
     for title, verdict in (("FAIL", "fail"), ("TEST DID NOT RUN", "did_not_run")):
@@ -176,7 +181,7 @@ def test_embedder_swap_marks_all_unverified_and_revalidate_redates_only_those_th
     tag = proj.sql("SELECT embedder_tag FROM latest_eval_run")[0][0]
     assert tag.startswith("minilm-static-")
     for qid, r in v.items():
-        if r["verdict"] in ("pass", "fail"):
+        if r["verdict"] in ("pass", "fail", "needs_review"):
             # re-tagged and re-dated today: the test ran under the current embedder
             assert after[qid].embedder_tag == tag
             assert after[qid].last_validated == dt.date.today().isoformat()
@@ -187,7 +192,7 @@ def test_embedder_swap_marks_all_unverified_and_revalidate_redates_only_those_th
     ci(proj, capsys)
     v2 = latest(proj)
     assert {q for q, r in v2.items() if r["unverified"]} == {
-        q for q, r in v.items() if r["verdict"] not in ("pass", "fail")
+        q for q, r in v.items() if r["verdict"] not in ("pass", "fail", "needs_review")
     }
 
 
@@ -253,7 +258,7 @@ def test_sentence_packing_end_to_end_fewer_chunks_and_every_stamp_found(
     statuses = dict(proj.sql("SELECT question_id, status FROM latest_stamps WHERE chunker_tag = ?", [tag]))
     assert set(statuses) == {t.question_id for t in load_golden(proj.golden).tests}
     assert "missing" not in statuses.values()
-    assert {r["verdict"] for r in latest(proj).values()} <= {"pass", "fail", "did_not_run"}
+    assert {r["verdict"] for r in latest(proj).values()} <= {"pass", "fail", "needs_review", "did_not_run"}
 
 
 def test_broken_golden_set_fails_with_every_problem(proj: Project, capsys: pytest.CaptureFixture[str]) -> None:

@@ -81,7 +81,7 @@ def test_a_scripted_ruling_decides_and_is_kept(server: OpenAIServer, monkeypatch
     monkeypatch.setenv(KEY_ENV, "sk-judge-SECRET")
     reply = '{"verdict": "pass", "reason": "declines; the figure is for another quarter"}'
     v, ruled = _settle(server, _test(reply), UNSURE)
-    assert v.needs_judge and v.verdict == "fail"  # the rules alone would fail it
+    assert v.needs_judge and v.verdict == "needs_review"  # the rules alone cannot settle it
     verdict, raw = ruled
     assert (verdict.verdict, verdict.matched_by, raw) == ("pass", "judge", reply)
     assert verdict.reason == "judge: declines; the figure is for another quarter"

@@ -144,14 +144,21 @@ def test_negative_refusal_passes(answer: str) -> None:
         "Revenue was $48.7M.",
         "48.7 million dollars",
         "It was 48,700,000.",
-        "Not in documents, but it was $48.7 million.",
-        "The documents don't say. Revenue was $48.7 million.",
     ],
 )
 def test_negative_stating_the_trap_fails_as_took_the_trap(answer: str) -> None:
     v = _decide(_neg(), answer, ["ch_trap"])
     assert (v.verdict, v.took_trap) == ("fail", True)
     assert "took the trap" in v.reason and "$48.7 million" in v.reason
+
+
+@pytest.mark.parametrize(
+    "answer", ["Not in documents, but it was $48.7 million.", "The documents don't say. Revenue was $48.7 million."]
+)
+def test_a_refusal_beside_the_plainly_stated_trap_is_never_a_pass(answer: str) -> None:
+    """The rules cannot tell a citation from taking the trap here: needs_review (a judge or a person decides)."""
+    v = _decide(_neg(), answer, ["ch_trap"])
+    assert (v.verdict, v.took_trap, v.needs_judge) == ("needs_review", True, True)
 
 
 def test_negative_answering_something_else_fails() -> None:

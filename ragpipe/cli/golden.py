@@ -143,7 +143,7 @@ def cmd_golden_revalidate(args: argparse.Namespace) -> int:
         return EXIT_INPUT
     golden = load_golden(settings.golden.path)
     today = dt.date.today().isoformat()
-    ran = {r.question_id for r in summary.rows if r.verdict in ("pass", "fail")}
+    ran = {r.question_id for r in summary.rows if r.verdict in ("pass", "fail", "needs_review")}  # the test ran
     updates = {
         t.question_id: {"embedder_tag": summary.embedder_tag, "last_validated": today}
         for t in golden.tests

@@ -121,6 +121,8 @@ def grounded(fact: Fact, g: Grounds) -> bool:
     if fact.kind == "number":
         vals = numbers(digits(fact.text)) or [float(x) for x in re.findall(r"\d+(?:\.\d+)?", fact.text)]
         parts = [float(x) for x in re.findall(r"\d+(?:\.\d+)?", fact.text.replace(",", ""))]
+        if not parts and not vals:  # a scale or number word alone ("million", "dozen"): by word
+            return _key(fact.text) in g.words
         return any(v in g.values for v in vals) or bool(parts) and all(p in g.values for p in parts)
     return _key(fact.text) in g.words or _acronym_of(fact.text, g)
 

@@ -9,7 +9,6 @@ from ragpipe.reading import (
     answer_matches,
     content_words,
     digits,
-    has_verb,
     names_in,
     numbers,
     outside,
@@ -109,9 +108,7 @@ def read_negative(
         if r.citation or qualified:
             trap_cited = trap_cited or trap
             continue
-        if trap and has_verb(answer, r.clause):  # the trap's value claimed of what was asked, beside a refusal
-            return "took_trap", r.clause, False
-        unclear = unclear or (r.clause, trap)
+        unclear = unclear or (r.clause, trap)  # a refusal beside a plainly stated value: for a judge or a person
     if not refused:
         return "answered", "", True  # no refusal the grammar knows, and no value either
     if unclear:
