@@ -178,7 +178,7 @@ def test_every_table_and_view_is_documented(con: duckdb.DuckDBPyConnection) -> N
     ):
         assert name in names and f"### {name}\n" in text, name
     # and every migration file is named in the Migrations section
-    files = sorted(p.name for p in (ROOT / "ragpipe" / "migrations").glob("[0-9][0-9][0-9]_*.sql"))
+    files = sorted(p.name for p in (ROOT / "ragpipe" / "warehouse" / "migrations").glob("[0-9][0-9][0-9]_*.sql"))
     versions = [r[0] for r in con.execute("SELECT version FROM _migrations ORDER BY version").fetchall()]
     assert versions == [int(f[:3]) for f in files]
     assert all(f in text for f in files), files
