@@ -21,7 +21,6 @@ _EXPORTS = {
     "grounding": [
         "Grounds",
         "grounds",
-        "has_verb",
         "names_in",
         "outside",
         "proposes",

@@ -93,7 +93,8 @@ def _reference(tok: Any) -> bool:
     return bool(prev is not None and after is not None and prev.text in "[(" and after.text in "])" and len(tok) <= 2)
 
 
-def facts(answer: str) -> list[Fact]:
+@functools.lru_cache(maxsize=4096)
+def facts(answer: str) -> tuple[Fact, ...]:
     """Numbers and proper names the answer states (a name: a capitalized proper-noun token that is not a word about
     the source; a number that is not a reference like "Passage 1" or "[2]"); "Bismarck died on 30 July 1898" gives
     Bismarck, 30, July, 1898."""
@@ -109,7 +110,7 @@ def facts(answer: str) -> list[Fact]:
                 out.append(Fact(text, "number", tok.idx, tok.idx + len(text)))
         elif tok.pos_ == "PROPN" and text[:1].isupper() and len(text) > 1 and _key(text) not in _META:
             out.append(Fact(text, "name", tok.idx, tok.idx + len(text)))
-    return out
+    return tuple(out)  # cached: the rule reads an answer's facts once per clause
 
 
 def grounded(fact: Fact, g: Grounds) -> bool:
@@ -269,20 +270,22 @@ def _ranged(span: Any) -> bool:
     )
 
 
+def _joined(root: Any, conjunction: str) -> bool:
+    """Is the token coordinated by `conjunction` ("or", "and") with another noun, name or number, as the head of
+    the coordination or as one of its conjuncts?"""
+    kinds = ("NOUN", "PROPN", "NUM")
+
+    def coordinates(head: Any) -> bool:
+        return any(c.dep_ == "cc" and c.lower_ == conjunction for c in head.children)
+
+    heads = coordinates(root) and any(c.dep_ == "conj" and c.pos_ in kinds for c in root.children)
+    return heads or (root.dep_ == "conj" and root.head.pos_ in kinds and coordinates(root.head))
+
+
 def _alternative(span: Any) -> bool:
     """ "Either A or B", "A or B": the value is one of alternatives of its kind joined by "or" ("3.9 or newer" is a
     bound)."""
-    root = span.root
     doc = span.doc
-    kinds = ("NOUN", "PROPN", "NUM")
-    conj_or = any(c.dep_ == "cc" and c.lower_ == "or" for c in root.children) and any(
-        c.dep_ == "conj" and c.pos_ in kinds for c in root.children
-    )
-    joined_to = (
-        root.dep_ == "conj"
-        and root.head.pos_ in kinds
-        and any(c.dep_ == "cc" and c.lower_ == "or" for c in root.head.children)
-    )
     after = [t for t in doc[span.end : span.end + 4] if not (t.is_punct or t.is_space)]
     if after[:1] and after[0].lower_ == "or" and len(after) > 1 and after[1].lower_ in _BOUNDS:
         return False  # "1.17.11 or later", "3.9 or newer": a bound
@@ -291,7 +294,7 @@ def _alternative(span: Any) -> bool:
     either = any(t.lower_ == "either" for t in before) and any(t.lower_ == "or" for t in sentence)
     near = [t for t in doc[max(0, span.start - 3) : span.start] if not (t.is_punct or t.is_space)]
     or_next = bool(after[:1] and after[0].lower_ == "or") or bool(near[-1:] and near[-1].lower_ == "or")
-    return conj_or or joined_to or either or or_next
+    return _joined(span.root, "or") or either or or_next
 
 
 def _conjoined(span: Any) -> bool:
@@ -304,21 +307,7 @@ def _conjoined(span: Any) -> bool:
         return False
     if re.search(r"\bboth\b[^.;]*\band\b", window.text.lower()):
         return True
-    kinds = ("NOUN", "PROPN", "NUM")
-    with_and = any(c.dep_ == "cc" and c.lower_ == "and" for c in root.children) and any(
-        c.dep_ == "conj" and c.pos_ in kinds for c in root.children
-    )
-    joined_to = (
-        root.dep_ == "conj"
-        and root.head.pos_ in kinds
-        and any(c.dep_ == "cc" and c.lower_ == "and" for c in root.head.children)
-    )
-    return with_and or joined_to
-
-
-def has_verb(answer: str, clause: str) -> bool:
-    """Does the clause hold a verb (a claim), not only a table cell or a list entry?"""
-    return any(t.pos_ in ("VERB", "AUX") and _in_clause(t.text, clause) for t in parse(answer))
+    return _joined(root, "and")
 
 
 def standing(answer: str, value: str, question: str = "", ignore: frozenset[str] = frozenset()) -> str:
