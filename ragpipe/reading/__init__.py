@@ -20,7 +20,10 @@ _EXPORTS = {
     ],
     "grounding": [
         "Grounds",
+        "claims",
+        "facts",
         "grounds",
+        "in_clause",
         "names_in",
         "outside",
         "proposes",

@@ -70,8 +70,11 @@ def grounds(texts: tuple[str, ...], question: str) -> Grounds:
     parts = {p for w in tokens for p in re.split(r"[-_.:/]+", w) if p}  # "load_cert_chain", "APT::Solver"
     words = {_key(w) for w in tokens} | {_key(p) for p in parts}
     values = set(numbers(digits(joined)))
-    for w in re.findall(r"\d[\d,.\u2013\-]*", joined):  # "1862-90" holds 1862 and 90
+    for w in re.findall(r"\d[\d,.\u2013\-]*", joined):  # "1862-90" holds 1862 and 90, and so 1890
         values.update(float(x) for x in re.findall(r"\d+(?:\.\d+)?", w.replace(",", "")))
+        years = re.fullmatch(r"(1\d|20)(\d\d)[\u2013\-](\d\d)", w.rstrip(".,"))
+        if years:
+            values.add(float(years.group(1) + years.group(3)))
     return Grounds(frozenset(words), frozenset(values), bool(texts), " ".join(joined.lower().split()))
 
 
@@ -116,9 +119,13 @@ def facts(answer: str) -> tuple[Fact, ...]:
 def grounded(fact: Fact, g: Grounds) -> bool:
     """Is the fact held by the retrieved texts or the question? Numbers by value ("two million" = 2,000,000),
     names by word."""
-    if fact.kind == "code":  # an identifier, a command, a path: as written (case aside), or each of its words
+    if fact.kind == "code":
+        # An identifier, a command, a path: as written (case aside), or each of its pieces as written
+        # ("httpx.get(url, timeout=10.0)"). Never by its words: HTTPX_CLIENT_CERT is not in a text that says
+        # "httpx", "client" and "cert" apart.
         code = " ".join(fact.text.lower().split()).strip(".")
-        return code in g.text or all(_key(w) in g.words for w in re.findall(r"[a-z0-9]+", code) if len(w) > 2)
+        pieces = [p for p in re.split(r"[\s=(),\[\]{}'\"]+", code) if len(p) > 2 or p.isdigit()]
+        return code in g.text or bool(pieces) and all(_as_written(p, g) for p in pieces)
     if fact.kind == "number":
         vals = numbers(digits(fact.text)) or [float(x) for x in re.findall(r"\d+(?:\.\d+)?", fact.text)]
         parts = [float(x) for x in re.findall(r"\d+(?:\.\d+)?", fact.text.replace(",", ""))]
@@ -126,6 +133,13 @@ def grounded(fact: Fact, g: Grounds) -> bool:
             return _key(fact.text) in g.words
         return any(v in g.values for v in vals) or bool(parts) and all(p in g.values for p in parts)
     return _key(fact.text) in g.words or _acronym_of(fact.text, g)
+
+
+def _as_written(piece: str, g: Grounds) -> bool:
+    """A piece of code in the retrieved text as written (word-bounded), or a number the text holds."""
+    if re.fullmatch(r"\d+(?:\.\d+)?", piece):
+        return float(piece) in g.values
+    return re.search(r"(?<!\w)" + re.escape(piece) + r"(?!\w)", g.text) is not None  # "threading.stack_size"
 
 
 def _acronym_of(name: str, g: Grounds) -> bool:
@@ -144,11 +158,11 @@ def outside(answer: str, clause: str, g: Grounds) -> list[str]:
     return [
         f.text
         for f in facts(answer)
-        if _in_clause(f.text, clause) and not grounded(f, g) and f.text.lower() not in _SMALL_COUNTS
+        if in_clause(f.text, clause) and not grounded(f, g) and f.text.lower() not in _SMALL_COUNTS
     ]
 
 
-def _in_clause(text: str, clause: str) -> bool:
+def in_clause(text: str, clause: str) -> bool:
     """Is the answer's `text` part of `clause` (a prepared clause: lower-cased, markup turned into spaces)?"""
     from ragpipe.reading.refusal import prepare
 
@@ -166,7 +180,24 @@ def proposes(answer: str, clause: str, question: str) -> bool:
         return False
     asked = content_words(question)
     return any(
-        _in_clause(f.text, clause) and (f.kind == "code" or not content_words(f.text) <= asked) for f in facts(answer)
+        in_clause(f.text, clause) and (f.kind == "code" or not content_words(f.text) <= asked) for f in facts(answer)
+    )
+
+
+def claims(answer: str, clause: str, question: str) -> int:
+    """How many things the clause speaks of that the question did not name: its nouns, names and numbers (words
+    about the source left out). "adt-run writes them to a temporary directory under /tmp" speaks of two."""
+    asked = content_words(question)
+    low = clause.lower()
+    return sum(
+        1
+        for t in parse(answer)
+        if t.pos_ in _CONTENT_POS
+        and not t.is_stop
+        and len(t.text) > 2
+        and _key(t.text) not in _META
+        and not content_words(t.text) <= asked
+        and re.search(r"(?<!\w)" + re.escape(t.lower_) + r"(?!\w)", low)
     )
 
 
@@ -199,7 +230,7 @@ def _fact(tok: Any) -> Fact:
 
 def names_in(answer: str, clause: str) -> list[str]:
     """The facts (numbers and names) that appear in `clause`."""
-    return [f.text for f in facts(answer) if _in_clause(f.text, clause)]
+    return [f.text for f in facts(answer) if in_clause(f.text, clause)]
 
 
 # --- where a value stands --------------------------------------------------------------------------------------------

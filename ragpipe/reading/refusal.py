@@ -140,6 +140,12 @@ _OWN_KNOWLEDGE = re.compile(
     r"historically|in\s+general|generally\s+speaking|it\s+is\s+(?:well|widely|commonly)\s+known|"
     r"(?:is|are)\s+(?:well|widely|commonly)\s+known|elsewhere)\b"
 )
+# Generalizations: "typically", "in practice". Beside a refusal, a clause that puts forward a value this way
+# answers from what is usual elsewhere, not from the documents (a piece of advice without a value does not).
+_GENERALLY = re.compile(
+    r"\b(?:typically|usually|normally|commonly|generally|in\s+practice|as\s+a\s+rule|conventionally|"
+    r"in\s+most\s+(?:cases|setups|systems|installations|projects)|most\s+(?:people|teams|projects|tools|systems))\b"
+)
 # Citations. Strong: the clause attributes what follows to the source. Weak: it contrasts it with what was asked
 # ("only", "the closest", "another quarter"); a hedge in the same clause outweighs a weak citation.
 _SOURCE_NOUN = (
@@ -320,6 +326,7 @@ class Reading:
     based_on: bool = False  # "based on the context, ...": an inference, or a report about something else
     approx: bool = False  # "roughly", "approximately": a hedge for a negative
     own_knowledge: bool = False  # "from general knowledge", "historically": attributed to the answerer, not the source
+    generalizes: bool = False  # "typically", "in practice": what is usual, not what the source says
 
 
 _ANAPHOR = re.compile(r"^(?:and\s+)?(?:it|they|this|that|which|whose|its|their|these|those|he|she|both|each)\b")
@@ -348,6 +355,7 @@ def read_answer(answer: str, phrases: tuple[str, ...] = ()) -> list[Reading]:
                 based_on=_BASED_ON.search(c) is not None,
                 approx=_APPROX.search(c) is not None,
                 own_knowledge=_OWN_KNOWLEDGE.search(c) is not None and not refusal,
+                generalizes=_GENERALLY.search(c) is not None and not refusal,
             )
         )
     return out

@@ -7,6 +7,7 @@ from ragpipe.reading import (
     Grounds,
     Reading,
     answer_matches,
+    claims,
     content_words,
     digits,
     names_in,
@@ -74,6 +75,13 @@ def read_negative(
             continue
         if refused and r.own_knowledge and not r.citation:
             return "outside", f"{r.clause} [attributed to the answerer's own knowledge, not the retrieved text]", False
+        if (
+            refused
+            and r.generalizes
+            and not r.citation
+            and (proposes(answer, r.clause, question) or claims(answer, r.clause, question) >= 2)
+        ):
+            return "outside", f"{r.clause} [what is usual elsewhere, not what the retrieved text says]", False
         away = outside(answer, r.clause, g)
         if refused and away:  # a refusal, then content neither the retrieved text nor the question holds
             return "outside", f"{r.clause} [not in the retrieved text: {', '.join(dict.fromkeys(away))}]", False

@@ -6,7 +6,17 @@ from __future__ import annotations
 
 import re
 
-from ragpipe.reading import Reading, answer_matches, content_words, digits, names_in, numbers, standing
+from ragpipe.reading import (
+    Reading,
+    answer_matches,
+    content_words,
+    digits,
+    facts,
+    in_clause,
+    names_in,
+    numbers,
+    standing,
+)
 
 _CORRECTS = re.compile(r"\b(?:actually|in\s+fact|really|instead|rather|correct|current|outdated|older|superseded)\b")
 _TURN = re.compile(r"^(?:but|however|yet|though|although|so|actually|in\s+fact|instead|still|nevertheless)\b")
@@ -63,7 +73,8 @@ def concludes_otherwise(
             other = [
                 f for f in names_in(answer, r.clause) if re.search(r"\d|^[A-Z]", f) and not content_words(f) <= known
             ]
-            if other:
+            said = set(numbers(digits(r.clause))) - set(numbers(digits(question)))
+            if other or (said and not said <= set(numbers(digits(expected)))):  # "Final answer: a few thousand"
                 return r.clause
     return None
 
@@ -106,6 +117,85 @@ def first_code(answer: str, expected: str, question: str) -> str | None:
     return ", ".join(rivals) if len(rivals) >= 2 else None
 
 
+_SAID_OF = content_words(
+    "documents document docs context text passage source based according mention mentioned states say says said "
+    "provided answer question also default usual"
+)
+
+
+def _kind(value: str) -> str:
+    return "number" if numbers(digits(value)) else "other"
+
+
+def _fenced(answer: str) -> list[tuple[int, int]]:
+    return [m.span() for m in re.finditer(r"```.*?(?:```|$)", answer, flags=re.S)]
+
+
+def said_of_other(answer: str, readings: list[Reading], stating: list[int], expected: str, question: str) -> str | None:
+    """What a value is said of: the clauses stating the expected value tie it to something the question did not ask
+    ("the 1 MiB buffer is used on macOS"), while a parallel clause (the same attribute of the question: "buffer")
+    gives a rival value of its kind to something the question did ask and they do not name ("Windows keeps the
+    usual 64 KiB buffer"). Returns that clause. Code examples, negated rivals and the expected answer's own facts
+    are no rivals."""
+    if not stating:
+        return None
+    want = content_words(expected)
+    asked = content_words(question) - want - _SAID_OF
+    held = set().union(*(content_words(readings[i].clause) for i in stating))
+    if not held - asked - want - _SAID_OF:
+        return None  # the expected value is said plainly, of nothing new
+    kind, fences = _kind(expected), _fenced(answer)
+    for i, r in enumerate(readings):
+        words = content_words(r.clause)
+        if i in stating or not (words & asked) - held or not words & asked & held:
+            continue
+        rivals = [
+            f.text
+            for f in facts(answer)
+            if in_clause(f.text, r.clause)
+            and _kind(f.text) == kind
+            and not content_words(f.text) <= asked | want
+            and not any(a <= f.start < b for a, b in fences)
+            and standing(answer, f.text, question) not in ("negated", "contrasted")
+        ]
+        if rivals:
+            return r.clause
+    return None
+
+
+_ASKS_COUNT = re.compile(
+    r"^\W*(?:how\s+(?:many|much|long|old|far|large|big|often|tall|high)|what\s+(?:percentage|number|amount|share))\b"
+)
+_DATE_WORDS = re.compile(
+    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}\b|"
+    r"\b\d{1,2}(?:st|nd|rd|th)?\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?,?\s+\d{4}\b|"
+    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{4}\b|\b(?:1[0-9]|20)\d\d\b"
+)
+
+
+def _counts(text: str, question: str) -> set[float]:
+    """The quantities a text states that the question does not hold, dates and years left out."""
+    plain = _DATE_WORDS.sub(" ", digits(text).lower())
+    return set(numbers(plain)) - set(numbers(digits(question)))
+
+
+def core(expected: str, question: str) -> float | None:
+    """The one quantity a "how many / how much / how long" question asks for, inside a long expected span ("How many
+    men did Duquesne send?" -> 500 of "Contrecœur led 500 men south from Fort Venango on April 5, 1754"), or None."""
+    if len(content_words(expected) - content_words(question)) <= 2 or not _ASKS_COUNT.search(question.lower()):
+        return None
+    values = _counts(expected, question)
+    return next(iter(values)) if len(values) == 1 else None
+
+
+def states_core(answer: str, expected: str, question: str) -> bool:
+    """The answer gives exactly that quantity and no other: "500 men.", "Five hundred." answer it whole."""
+    value = core(expected, question)
+    if value is None or _counts(answer, question) != {value}:
+        return False
+    return len(_NEGATING.findall(answer.lower())) == len(_NEGATING.findall(expected.lower()))  # "not 500" is unsure
+
+
 def aside(answer: str, expected: str, question: str) -> str | None:
     """Why the expected value, as written, is not what the answer asserts (negated, said of something else, an end of
     a range, one of alternatives, beside another of its kind), or None. An expected answer that is itself a range,
@@ -117,5 +207,9 @@ def aside(answer: str, expected: str, question: str) -> str | None:
         ignore.add("range")
     if re.search(r"\band\b|[,;&]", expected):
         ignore.add("conjoined")
+    if re.search(r"\b(?:unlike|except|besides|instead|rather|apart|aside|excluding|versus|vs)\b", expected.lower()):
+        ignore.add("contrasted")  # "any value except `0`": the contrast is part of the answer
+    if _NEGATING.search(expected.lower()):
+        ignore.add("negated")
     how = standing(answer, expected, question, frozenset(ignore))
     return ASIDE.get(how)

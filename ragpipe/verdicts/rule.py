@@ -26,6 +26,7 @@ from ragpipe.golden import GoldenTest
 from ragpipe.rag import Answer
 from ragpipe.reading import (
     Grounds,
+    Match,
     Reading,
     answer_matches,
     content_words,
@@ -33,14 +34,27 @@ from ragpipe.reading import (
     grounds,
     numbers,
     outside,
+    prepare,
     read_answer,
     unwrap,
 )
 from ragpipe.verdicts.negatives import read_negative
-from ragpipe.verdicts.positives import ASIDE, aside, concludes_otherwise, disowned, first_code, rival_first, whole
+from ragpipe.verdicts.positives import (
+    ASIDE,
+    aside,
+    concludes_otherwise,
+    disowned,
+    first_code,
+    rival_first,
+    said_of_other,
+    states_core,
+    whole,
+)
 
-IMPL_VERSION = "3"  # 3: grounding in the retrieved text, negation scope and what a value is said of, needs_review
-# (2: refusal grammar, trap cited vs taken, number words and units)
+IMPL_VERSION = "4"
+# 4: what a value is said of (parallel clauses), identifiers grounded as written, what a count question asks for,
+#    generalizations beside a refusal. 3: grounding in the retrieved text, negation scope, needs_review.
+#    2: refusal grammar, trap cited vs taken, number words and units.
 
 
 @dataclass(frozen=True)
@@ -56,6 +70,10 @@ class Verdict:
     matched_by: str
     unverified: bool
     needs_judge: bool = False  # the rules could not settle it: a refusal beside a plainly stated value
+
+
+def _in(words: str, clause: str) -> bool:
+    return bool(words) and re.search(r"(?<!\w)" + re.escape(words) + r"(?!\w)", clause) is not None
 
 
 def took_trap(answer: str, trap_value: str | None) -> bool:
@@ -143,11 +161,12 @@ def _negative(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, 
     return v("fail", f"answered instead of refusing: {text[:120]!r}", unsure=unsure)
 
 
-def _positive(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, v: Any) -> Verdict:
-    expected, question = test.expected_answer, test.question
-    refused = any(r.refusal for r in readings)
-    m = answer_matches(text, expected, question)
-    rival = rival_first(text, expected, question) if m.matched else None
+def _not_the_answer(
+    text: str, readings: list[Reading], stating: list[int], expected: str, question: str, v: Any
+) -> Verdict | None:
+    """The expected value is in the answer, but not as its answer: a rival option first, disowned, beside other code,
+    an aside (negated, a range end, ...), a conclusion or a parallel clause that answers otherwise."""
+    rival = rival_first(text, expected, question)
     if rival:
         return v(
             "fail",
@@ -155,20 +174,19 @@ def _positive(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, 
             f"gives as the answer is for a judge to read",
             unsure=True,
         )
-    stating = [i for i, r in enumerate(readings) if answer_matches(r.clause, expected, question).matched]
-    if m.matched and stating and disowned(readings, stating):
+    if stating and disowned(readings, stating):
         return v(
             "fail",
             f"cites {expected!r} as what the documents say, then answers otherwise: {readings[-1].clause[:120]!r}",
         )
-    rival = first_code(text, expected, question) if m.matched else None
+    rival = first_code(text, expected, question)
     if rival:
         return v(
             "fail",
             f"names `{rival}` before {expected!r}: which one it gives as the answer is for a reviewer",
             unsure=True,
         )
-    why = aside(text, expected, question) if m.matched else None
+    why = aside(text, expected, question)
     if why == ASIDE["conjoined"]:
         return v(
             "fail",
@@ -177,14 +195,39 @@ def _positive(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, 
         )
     if why:
         return v("fail", f"states {expected!r} only as {why}, not as the answer: {text[:120]!r}")
-    other = concludes_otherwise(text, readings, stating, expected, question) if m.matched else None
+    other = concludes_otherwise(text, readings, stating, expected, question)
     if other:
         return v("fail", f"mentions {expected!r}, then concludes with {other[:120]!r}: for a reviewer", unsure=True)
+    other = said_of_other(text, readings, stating, expected, question)
+    if other:
+        return v(
+            "fail",
+            f"states {expected!r} of something the question did not ask, and gives what it asked another value: "
+            f"{other[:120]!r}: for a reviewer",
+            unsure=True,
+        )
+    return None
+
+
+def _positive(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, v: Any) -> Verdict:
+    expected, question = test.expected_answer, test.question
+    refused = any(r.refusal for r in readings)
+    m = answer_matches(text, expected, question)
+    stating = [i for i, r in enumerate(readings) if answer_matches(r.clause, expected, question).matched] or [
+        i for i, r in enumerate(readings) if m.matched and _in(prepare(expected), r.clause)
+    ]  # an identifier ("GLP_ENODFS") is matched whole in the answer, and its clause holds it prepared ("glp enodfs")
+    misread = _not_the_answer(text, readings, stating, expected, question, v) if m.matched else None
+    if misread:
+        return misread
+    if not m.matched and states_core(text, expected, question):  # "500 men." where the span tells more around it
+        m = Match(True, "core")
+        stating = [i for i, r in enumerate(readings) if states_core(r.clause, expected, question)]
     if m.matched and (not stating or any(not readings[i].hedge and not readings[i].refusal for i in stating)):
         if (
             m.how == "words"
             and len(content_words(expected) - content_words(question)) > 2
             and not whole(text, expected)
+            and not states_core(text, expected, question)
         ):
             return v(
                 "fail", f"shares most words of {expected!r}; whether it says the same is for a reviewer", unsure=True
