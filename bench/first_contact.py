@@ -7,7 +7,7 @@ tests and the retrieved passages (never the rule, its code or docs/verdicts.md),
 
 bench/data/first_contact/: `squad_contexts.jsonl` (the passages each SQuAD 2.0 test of ../shared/data/squad2_dev
 showed its answerer), `realdocs2_golden.jsonl` (30 tests over ../shared/data/realdocs, each with its passages), and
-one folder per set of answers (`question_id`, `style`, `answer`, `label`, `note`, `writer`; `ambiguous` ones are left
+one folder per set of answers (`question_id`, `style`, `answer`, `label`, `note`, `writer`; ambiguous ones, by flag or label, are left
 out). The anchor counts as retrieved and the passages are the retrieved texts the rule grounds answers in.
 
 A false pass is an answer labelled fail that the rule passes; a false fail one labelled pass that it fails;
@@ -153,7 +153,7 @@ def main() -> None:
     ap.add_argument("--peers", action="store_true", help="also score the answers with promptfoo's and plain matchers")
     args = ap.parse_args()
     tests, contexts = golden()
-    rows = [r for r in rows_of(args.set) if not r.get("ambiguous")]
+    rows = [r for r in rows_of(args.set) if not r.get("ambiguous") and r.get("label") != "ambiguous"]
     print(f"rule from {Path(ragpipe.__file__).parent}; {args.set}: {len(rows)} labelled answers")
     total: Counter = Counter()
     for name in sorted({r["_file"] for r in rows}):
