@@ -110,3 +110,53 @@ def test_an_abbreviated_year_range_grounds_its_full_end() -> None:
     g = grounds(("Bismarck was Chancellor 1862-90.",), "When did Bismarck die?")
     assert grounded(Fact("1890", "number", 0, 4), g)
     assert not grounded(Fact("1898", "number", 0, 4), g)
+
+
+RUNNER = "Each test runs in a fresh directory. Artifacts are kept under $ARTIFACTS and copied on --output-dir."
+RUN_NEG = _test("negative", "Where do artifacts end up without --output-dir?", "not in documents", RUNNER)
+
+
+def test_a_guess_beside_a_refusal_fails_even_without_a_name_or_number() -> None:
+    guess = "It's not spelled out, but they're most likely discarded with the temporary directory."
+    assert _verdict(RUN_NEG, guess, (RUNNER,)) == "fail"
+    advice = "It's not spelled out in the docs; you could ask the maintainers, perhaps."
+    assert _verdict(RUN_NEG, advice, (RUNNER,)) == "pass"
+    mixup = "I think there may be a mix-up of names; the documents do not say where they end up."
+    assert _verdict(RUN_NEG, mixup, (RUNNER,)) == "pass"
+
+
+def test_an_abbreviation_with_a_dot_does_not_cut_the_guess_from_its_value() -> None:
+    quote = "EDSP solvers run as the _apt user."
+    test = _test("negative", "Which user do EIPP planners run as?", "not in documents", quote, "_apt")
+    answer = "It isn't stated for planners, but presumably the same as for solvers, i.e. `_apt`."
+    assert _verdict(test, answer, (quote,)) == "fail"
+
+
+def test_no_results_for_the_asked_version_is_a_refusal() -> None:
+    quote = "GLPSOL 4.40 solved air04 in 396 s."
+    test = _test("negative", "How long does GLPK 5.0 take on air04?", "not in documents", quote, "396")
+    answer = "The documents only give results for GLPSOL 4.40; there are no timings for GLPK 5.0."
+    assert _verdict(test, answer, (quote,)) == "pass"
+
+
+def test_a_final_answer_or_a_correction_after_the_value_is_what_the_answer_settles_on() -> None:
+    quote = "Control is often exercised through othering, based on stereotypes."
+    test = _test("positive", "Which technique divides countries?", "othering", quote)
+    answer = 'The passage says control is exercised through "othering". Final answer: informal imperialism.'
+    assert _verdict(test, answer, (quote,)) == "needs_review"
+    assert _verdict(test, 'The passage says control is exercised through "othering".', (quote,)) == "pass"
+    tol = "rel_tol defaults to 1e-09, about nine digits."
+    t2 = _test("positive", "What is the default relative tolerance of math.isclose?", "1e-09", tol)
+    assert _verdict(t2, "rel_tol defaults to 1e-9... actually 1e-6 in practice.", (tol,)) != "pass"
+
+
+def test_a_place_of_a_denied_act_is_negated() -> None:
+    quote = "The Germanic tribes originated in Scandinavia."
+    test = _test("positive", "Where did the Germanic tribes originate?", "Scandinavia", quote)
+    assert _verdict(test, "They did not originate in Scandinavia but further south.", (quote,)) != "pass"
+    assert _verdict(test, "They originated in Scandinavia.", (quote,)) == "pass"
+
+
+def test_a_plural_acronym_is_grounded_by_its_singular() -> None:
+    g = grounds(("apt can use hash-based URI paths",), "")
+    assert grounded(Fact("URIs", "name", 0, 4), g)

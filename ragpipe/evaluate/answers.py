@@ -33,6 +33,13 @@ def retrieved_texts(con: duckdb.DuckDBPyConnection, eval_run_id: str) -> dict[st
     """question_id -> the texts of the chunks retrieved for it, best first: what the answerer was shown (and what the
     verdict rule grounds an answer in)."""
     out: dict[str, list[str]] = {}
+    for qid, text in con.execute(  # the team's app: the contexts it returned
+        "SELECT question_id, text FROM subject_contexts WHERE eval_run_id = ? ORDER BY question_id, rank",
+        [eval_run_id],
+    ).fetchall():
+        out.setdefault(qid, []).append(text)
+    if out:
+        return out
     for qid, text in con.execute(
         "SELECT r.question_id, c.text FROM retrievals r JOIN eval_runs e USING (eval_run_id) "
         "JOIN chunks c ON c.chunk_id = r.chunk_id AND c.chunker_tag = e.chunker_tag "
@@ -41,6 +48,19 @@ def retrieved_texts(con: duckdb.DuckDBPyConnection, eval_run_id: str) -> dict[st
     ).fetchall():
         out.setdefault(qid, []).append(text)
     return out
+
+
+def _app_answers(con: duckdb.DuckDBPyConnection, eval_run_id: str) -> dict[str, Answer]:
+    """The answers the team's app gave (or the reason its call failed); a test the app only retrieved for is left
+    to [answerer]."""
+    return {
+        qid: Answer(text or "", latency or 0.0, 0, 0, error=f"the app's call failed: {error}" if error else None)
+        for qid, text, error, latency in con.execute(
+            "SELECT question_id, answer, error, latency_s FROM subject_replies WHERE eval_run_id = ? "
+            "AND (answer IS NOT NULL OR error IS NOT NULL)",
+            [eval_run_id],
+        ).fetchall()
+    }
 
 
 def answer_stage(
@@ -54,15 +74,20 @@ def answer_stage(
     questions = dict(con.execute("SELECT question_id, question FROM golden_tests").fetchall())
     texts = retrieved_texts(con, eval_run_id)
     contexts = {qid: texts.get(qid, []) for qid in questions}
-    answerer = load_answerer(settings.answerer)
+    replies = _app_answers(con, eval_run_id)  # the team's app answered already (it is asked at retrieval)
+    answerer = load_answerer(settings.answerer) if len(replies) < len(questions) else None
+    label = " + ".join(x for x in ("the app" if replies else "", answerer.label if answerer else "") if x)
     qids = sorted(questions)
+    todo = [q for q in qids if q not in replies]
     t0 = time.perf_counter()
-    answers: list[Answer] = []
-    step = max(1, getattr(answerer, "progress_step", len(qids) or 1))
-    for i in range(0, len(qids), step):
-        answers += answerer.answer_all([(questions[q], contexts[q]) for q in qids[i : i + step]])
-        if len(answers) < len(qids):
-            log(progress_line("answered", len(answers), len(qids), time.perf_counter() - t0, qids[len(answers) - 1]))
+    answered: list[Answer] = []
+    step = max(1, getattr(answerer, "progress_step", len(todo) or 1))
+    for i in range(0, len(todo), step) if answerer else ():
+        answered += answerer.answer_all([(questions[q], contexts[q]) for q in todo[i : i + step]])
+        if len(answered) < len(todo):
+            log(progress_line("answered", len(answered), len(todo), time.perf_counter() - t0, todo[len(answered) - 1]))
+    by_qid = {**replies, **dict(zip(todo, answered))}
+    answers = [by_qid[q] for q in qids]
     secs = time.perf_counter() - t0
     with transaction(con):
         con.execute("DELETE FROM answers WHERE eval_run_id = ?", [eval_run_id])
@@ -73,13 +98,13 @@ def answer_stage(
         insert_rows(con, "answers", ANSWER_COLUMNS, rows)
         con.execute(
             "UPDATE eval_runs SET answerer = ?, answerer_label = ?, answered_run_id = ? WHERE eval_run_id = ?",
-            [_public_answerer_settings(settings), answerer.label, run_id, eval_run_id],
+            [_public_answerer_settings(settings), label, run_id, eval_run_id],
         )
     errors = sum(a.error is not None for a in answers)
-    log(f"answered {len(answers)} questions with {answerer.label} in {secs:.2f} s ({errors} errors)")
+    log(f"answered {len(answers)} questions with {label} in {secs:.2f} s ({errors} errors)")
     return {
         "eval_run_id": eval_run_id,
-        "answerer": answerer.label,
+        "answerer": label,
         "answers": len(answers),
         "errors": errors,
         "seconds": round(secs, 3),

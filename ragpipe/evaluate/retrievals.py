@@ -30,7 +30,12 @@ def retrieve_stage(
     log: Log = _noop,
     embedder: Embedder | None = None,
 ) -> dict[str, Any]:
-    """Open an eval run: retrieve top-k for every question and store every (question, rank, chunk, score)."""
+    """Open an eval run: retrieve top-k for every question and store every (question, rank, chunk, score). With the
+    team's app as the subject ([subject].kind http or python), the app is asked instead (ragpipe.evaluate.subject)."""
+    if settings.subject.kind != "pipeline":
+        from ragpipe.evaluate.subject import subject_retrieve_stage
+
+        return subject_retrieve_stage(settings, con, run_id, trigger, log)
     emb = embedder or load_embedder(settings.embedder, settings.models_dir)
     tests = golden_tests(con)
     anchors = current_anchors(con, settings.chunker_tag)

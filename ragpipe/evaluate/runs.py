@@ -41,10 +41,11 @@ def fork_eval_run(con: duckdb.DuckDBPyConnection, eval_run_id: str, run_id: str,
             "NULL AS verdict_run_id) FROM eval_runs WHERE eval_run_id = ?",
             [run_id, trigger, eval_run_id],
         )
-        con.execute(
-            "INSERT INTO retrievals SELECT * REPLACE (? AS eval_run_id) FROM retrievals WHERE eval_run_id = ?",
-            [run_id, eval_run_id],
-        )
+        for table in ("retrievals", "subject_contexts", "subject_replies"):  # what was retrieved (or the app said)
+            con.execute(
+                f"INSERT INTO {table} SELECT * REPLACE (? AS eval_run_id) FROM {table} WHERE eval_run_id = ?",
+                [run_id, eval_run_id],
+            )
         if answers:
             con.execute(
                 "INSERT INTO answers SELECT * REPLACE (? AS eval_run_id) FROM answers WHERE eval_run_id = ?",

@@ -15,6 +15,7 @@ from ragpipe.evaluate.answers import retrieved_texts
 from ragpipe.evaluate.reviews import apply_reviews
 from ragpipe.evaluate.runs import fork_eval_run, judged_elsewhere, latest_eval_run
 from ragpipe.evaluate.stamps import current_anchors, golden_tests
+from ragpipe.evaluate.subject import is_subject_run, subject_anchors
 from ragpipe.golden import GoldenTest
 from ragpipe.rag import Answer
 from ragpipe.settings import Settings
@@ -84,6 +85,7 @@ def _answers(con: duckdb.DuckDBPyConnection, eval_run_id: str) -> dict[str, Answ
 def _decide_all(
     settings: Settings,
     con: duckdb.DuckDBPyConnection,
+    eval_run_id: str,
     chunker_tag: str,
     embedder_tag: str,
     retrieved: dict[str, list[str]],
@@ -92,11 +94,15 @@ def _decide_all(
 ) -> list[tuple[GoldenTest, Verdict]]:
     """The verdict rule on every test, in golden-set order, with its anchor as the current chunking stamps it and
     the retrieved texts the answer is grounded in."""
-    anchors = current_anchors(con, chunker_tag)
+    app = is_subject_run(con, eval_run_id)  # the team's app: its anchors are found in the contexts it returned
+    anchors = subject_anchors(con, eval_run_id) if app else current_anchors(con, chunker_tag)
     verdicts = []
     for t in golden_tests(con):
         ids, status, why = anchors.get(t.question_id, ((), "missing", ""))
         ans = answers.get(t.question_id) or Answer("", 0.0, 0, 0, error="no answer recorded for this test")
+        if app and ans.error and ans.error.startswith("the app's call failed"):
+            ids, status = ("app call",), "unchanged"  # no retrieval happened: the test's verdict is error
+            retrieved = {**retrieved, t.question_id: ["app call"]}
         verdicts.append(
             (
                 t,
@@ -172,7 +178,7 @@ def verdict_stage(
     retrieved = _retrieved(con, eval_run_id)
     answers = _answers(con, eval_run_id)
     contexts = retrieved_texts(con, eval_run_id)
-    verdicts = _decide_all(settings, con, chunker_tag, embedder_tag, retrieved, answers, contexts)
+    verdicts = _decide_all(settings, con, eval_run_id, chunker_tag, embedder_tag, retrieved, answers, contexts)
     replies = {}
     if settings.judge.enabled:
         replies = settle(settings.judge, verdicts, {q: a.text for q, a in answers.items()})

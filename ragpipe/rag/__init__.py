@@ -1,6 +1,7 @@
 """The RAG under test: retrieval over the LanceDB store (vector, full-text, hybrid by reciprocal-rank fusion), the
 answerers that answer from the retrieved chunks (the offline extractive baseline, SmolLM2, any OpenAI-compatible
-endpoint) with their client, and ranking metrics with trec_eval's conventions for the retrieval benchmarks."""
+endpoint) with their client, the team's own app as the subject under test (HTTP or a Python function), and
+ranking metrics with trec_eval's conventions for the retrieval benchmarks."""
 
 from ragpipe.core import lazy_exports
 
@@ -35,6 +36,18 @@ _EXPORTS = {
         "load_answerer",
     ],
     "openai_client": ["ChatError", "ChatReply", "chat"],
+    "subject": [
+        "IDENTITY_FIELDS",
+        "SubjectError",
+        "Context",
+        "Reply",
+        "dotted",
+        "parse_reply",
+        "HttpSubject",
+        "PythonSubject",
+        "load_subject",
+        "ask_all",
+    ],
     "ranking": [
         "MEASURES as RANKING_MEASURES",
         "ranked_ids",

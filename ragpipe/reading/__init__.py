@@ -23,6 +23,7 @@ _EXPORTS = {
         "claims",
         "facts",
         "grounds",
+        "guesses",
         "in_clause",
         "names_in",
         "outside",

@@ -31,6 +31,7 @@ _CODE = re.compile(r"`([^`\n]+)`")
 # counts written as words ("in two places", "three options") describe the answer more often than they state a fact
 _SMALL_COUNTS = set("one two three four five six seven eight nine ten both".split())
 _BOUNDS = {"later", "newer", "higher", "above", "more", "greater", "earlier", "lower", "less", "fewer", "so", "older"}
+_SAYING = ("say", "said", "state", "note", "mention", "explain", "read", "write", "wrote", "describ", "list", "warn")
 _NEGATORS = {"not", "never", "no", "n't", "nor", "neither"}
 
 
@@ -111,6 +112,8 @@ def facts(answer: str) -> tuple[Fact, ...]:
             worded = tok.like_num and tok.dep_ in ("nummod", "compound", "quantmod", "conj", "attr", "pobj")
             if (re.search(r"\d", text) or (worded and tok.head.i != tok.i)) and not _reference(tok):
                 out.append(Fact(text, "number", tok.idx, tok.idx + len(text)))
+        elif tok.dep_ == "nsubj" and tok.head.lower_.startswith(_SAYING):
+            continue  # "The Book says": the source speaking, not a claim
         elif tok.pos_ == "PROPN" and text[:1].isupper() and len(text) > 1 and _key(text) not in _META:
             out.append(Fact(text, "name", tok.idx, tok.idx + len(text)))
     return tuple(out)  # cached: the rule reads an answer's facts once per clause
@@ -132,7 +135,8 @@ def grounded(fact: Fact, g: Grounds) -> bool:
         if not parts and not vals:  # a scale or number word alone ("million", "dozen"): by word
             return _key(fact.text) in g.words
         return any(v in g.values for v in vals) or bool(parts) and all(p in g.values for p in parts)
-    return _key(fact.text) in g.words or _acronym_of(fact.text, g)
+    name = fact.text[:-1] if re.fullmatch(r"[A-Z]{2,}s", fact.text) else fact.text  # "URIs", "APIs"
+    return _key(fact.text) in g.words or _key(name) in g.words or _acronym_of(name, g)
 
 
 def _as_written(piece: str, g: Grounds) -> bool:
@@ -201,6 +205,22 @@ def claims(answer: str, clause: str, question: str) -> int:
     )
 
 
+# Advice to the asker and talk about the question itself ("a mix-up of names"): nothing put forward about the subject.
+_ADVICE = re.compile(
+    r"\b(?:you|your|ask|check|contact|consult|see|try|look|refer|search|reach|mix-?up|confus\w*|premise|typo|"
+    r"misspell\w*|question|names?)\b"
+)
+
+
+def guesses(answer: str, clause: str, question: str) -> bool:
+    """Does the clause put something forward about the subject itself: code, a name or number the question does not
+    hold, or a thing it speaks of that the question did not name ("they are discarded with the temporary
+    directory")? Advice to the asker ("you could ask the maintainers") puts nothing forward."""
+    if proposes(answer, clause, question):
+        return True
+    return not _ADVICE.search(clause) and claims(answer, clause, question) >= 1
+
+
 def unsupported(answer: str, clause: str, g: Grounds) -> tuple[int, int]:
     """(content words of `clause` that neither the retrieved texts nor the question hold, content words in all):
     nouns, names and numbers, words about the source left out."""
@@ -263,6 +283,10 @@ def _negated(span: Any) -> bool:
     root = span.root
     if any(c.dep_ == "neg" for c in root.children):
         return True
+    if root.dep_ == "pobj" and root.head.dep_ == "prep" and root.head.head.pos_ in ("VERB", "AUX"):
+        verb = root.head.head  # "did not originate in Scandinavia": the place of a denied act
+        if any(c.dep_ == "neg" for c in verb.children):
+            return True
     head = root.head
     copula = head.pos_ == "AUX" or head.lower_ in ("is", "was", "are", "were", "be", "been")
     return copula and root.dep_ in ("attr", "acomp", "nsubj") and any(c.dep_ == "neg" for c in head.children)

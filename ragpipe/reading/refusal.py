@@ -36,6 +36,8 @@ _CONTRACTIONS = [
     (r"\bit's\b", "it is"),
     (r"\bthat's\b", "that is"),
     (r"\bthere's\b", "there is"),
+    (r"\bi\.e\.", "that is,"),  # not a sentence end
+    (r"\be\.g\.", "for example,"),
     (r"\bwhat's\b", "what is"),
     (r"\b(\w+)'re\b", r"\1 are"),
     (r"\b(\w+)'ll\b", r"\1 will"),
@@ -79,7 +81,7 @@ _REFUSAL_RULES = [
     rf"\b(?:nothing|none|no\s+(?:part|one|passage|document|section|source|excerpt|chunk))\b(?:\W+\w+){{0,6}}?\W+{_VERB}\b",
     # "no information / mention / data / details / figure about ..."
     r"\b(?:no|not\s+any|not\s+enough|insufficient|lack\s+of|lacks?|without)\s+(?:\w+\s+){0,2}?(?:information|info|mention|"
-    r"data|details?|figures?|numbers?|records?|reference|indication|specifics|evidence|answer|statement|word|context|"
+    r"data|details?|figures?|numbers?|records?|reference|indication|specifics|evidence|answer|statement|word|context|timings?|results?|benchmarks?|measurements?|statistics|"
     r"disclosure|value|date|version|entry|entries|listing|datasheet|documentation|coverage|note|notes|section)\b",
     # "there is no X ... in the documents"
     rf"\bthere\s+(?:is|are|was|were)\s+no\b(?:\W+\w+){{0,10}}?\W+(?:in|among|within|across)\s+(?:\w+\s+)?{_SOURCE}\b",
@@ -153,7 +155,7 @@ _SOURCE_NOUN = (
     r"filings?|data|page|section|article|policy|contract|notes|changelog|table)"
 )
 _CITE_STRONG = re.compile(
-    rf"\b(?:according\s+to|the\s+{_SOURCE_NOUN}\s+(?:\w+\s+){{0,3}}?(?:says?|states?|mentions?|reports?|gives?|lists?|"
+    rf"\b(?:^(?:but\s+|and\s+)?they\s+(?:only\s+)?(?:say|state|mention|note|describe|list|give|report)|according\s+to|the\s+{_SOURCE_NOUN}\s+(?:\w+\s+){{0,3}}?(?:says?|states?|mentions?|reports?|gives?|lists?|"
     r"shows?|refers?|describes?|covers?|provides?|contains?|includes?|discusses?|has|have|notes?|records?|sets?|"
     r"puts?|names?|quotes?|cites?|reads?)|(?:says?|states?|mentions?|reports?|lists?|shows?|refers?|describes?|"
     r"covers?|notes?|records?)\s+(?:that|a|an|the|only)|(?:what|all)\s+(?:it|they|the\s+\w+)\s+(?:do(?:es)?\s+)?"

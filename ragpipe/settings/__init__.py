@@ -23,6 +23,7 @@ _EXPORTS = {
     "embedder": ["EmbedderSettings"],
     "golden": ["GoldenSettings"],
     "retriever": ["RetrieverSettings"],
+    "subject": ["SubjectSettings", "SUBJECT_KINDS"],
     "answerer": ["AnswererSettings", "OpenAISettings", "ANSWERER_KINDS"],
     "judge": ["JudgeSettings", "JUDGE_PROMPT_VERSION"],
     "gate": ["GateSettings"],

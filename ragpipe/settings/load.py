@@ -15,7 +15,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragpipe.settings import answerer, chunker, compare, corpus, gate, golden, niah, parser, retriever, scale, warehouse
+from ragpipe.settings import (
+    answerer,
+    chunker,
+    compare,
+    corpus,
+    gate,
+    golden,
+    niah,
+    parser,
+    retriever,
+    scale,
+    subject,
+    warehouse,
+)
 from ragpipe.settings.answerer import AnswererSettings
 from ragpipe.settings.automation import AutomationSettings
 from ragpipe.settings.base import SettingsError, build
@@ -30,6 +43,7 @@ from ragpipe.settings.niah import NiahSettings
 from ragpipe.settings.parser import ParserSettings
 from ragpipe.settings.retriever import RetrieverSettings
 from ragpipe.settings.scale import ScaleSettings
+from ragpipe.settings.subject import SubjectSettings
 from ragpipe.settings.warehouse import S3Settings, is_remote_uri
 
 SETTINGS_ENV = "RAGPIPE_SETTINGS"
@@ -48,13 +62,17 @@ STAGE_SECTIONS = {
     "chunker": ("chunker",),
     "embedder": ("embedder",),
     "golden": ("golden",),
-    "retriever": ("retriever",),
+    "retriever": ("retriever", "subject"),  # [subject] only when it is not ragpipe's own pipeline
     "answerer": ("answerer",),
     "verdict": ("gate", "judge"),  # with a judge enabled, its prompt version is part of the code version too
 }
 
 # Settings that change how fast a stage runs, never what it produces: left out of its code version.
-UNVERSIONED = {"parser": ("workers",), "answerer": ("threads",)}
+UNVERSIONED = {
+    "parser": ("workers",),
+    "answerer": ("threads",),
+    "subject": ("concurrency", "timeout_s", "max_retries", "observe_interval_s", "header_env"),
+}
 
 # The sections read by `build` alone (a table of typed keys with defaults), in the order they are read.
 PLAIN = {
@@ -63,6 +81,7 @@ PLAIN = {
     "embedder": EmbedderSettings,
     "retriever": RetrieverSettings,
     "answerer": AnswererSettings,
+    "subject": SubjectSettings,
     "judge": JudgeSettings,
     "gate": GateSettings,
     "compare": CompareSettings,
@@ -77,6 +96,7 @@ CHECKS = {
     "retriever": retriever.check,
     "scale": scale.check,
     "answerer": answerer.check,
+    "subject": subject.check,
     "gate": gate.check,
     "compare": compare.check,
     "s3": warehouse.check,
@@ -95,6 +115,7 @@ class Settings:
     golden: GoldenSettings = field(default_factory=GoldenSettings)
     retriever: RetrieverSettings = field(default_factory=RetrieverSettings)
     answerer: AnswererSettings = field(default_factory=AnswererSettings)
+    subject: SubjectSettings = field(default_factory=SubjectSettings)
     judge: JudgeSettings = field(default_factory=JudgeSettings)
     gate: GateSettings = field(default_factory=GateSettings)
     compare: CompareSettings = field(default_factory=CompareSettings)
@@ -132,7 +153,8 @@ class Settings:
 
     def stage_hash(self, stage: str) -> str:
         """A short hash of one stage's settings (paths made relative so the hash is machine-independent)."""
-        payload = {name: _jsonable(self.versioned(name), self.root) for name in STAGE_SECTIONS[stage]}
+        sections = [n for n in STAGE_SECTIONS[stage] if n != "subject" or self.subject.kind != "pipeline"]
+        payload = {name: _jsonable(self.versioned(name), self.root) for name in sections}
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
         return digest[:10]
 

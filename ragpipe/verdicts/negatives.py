@@ -7,13 +7,12 @@ from ragpipe.reading import (
     Grounds,
     Reading,
     answer_matches,
-    claims,
     content_words,
     digits,
+    guesses,
     names_in,
     numbers,
     outside,
-    proposes,
     standing,
     unsupported,
 )
@@ -75,12 +74,7 @@ def read_negative(
             continue
         if refused and r.own_knowledge and not r.citation:
             return "outside", f"{r.clause} [attributed to the answerer's own knowledge, not the retrieved text]", False
-        if (
-            refused
-            and r.generalizes
-            and not r.citation
-            and (proposes(answer, r.clause, question) or claims(answer, r.clause, question) >= 2)
-        ):
+        if refused and r.generalizes and not r.citation and guesses(answer, r.clause, question):
             return "outside", f"{r.clause} [what is usual elsewhere, not what the retrieved text says]", False
         away = outside(answer, r.clause, g)
         if refused and away:  # a refusal, then content neither the retrieved text nor the question holds
@@ -95,7 +89,7 @@ def read_negative(
         if refused and r.answers_anyway:
             return ("hedged_trap" if trap else "hedged"), r.clause, False
         values = trap or bool(_new_numbers(r.clause, question))
-        if refused and r.hedge and not r.citation and proposes(answer, r.clause, question):
+        if refused and r.hedge and not r.citation and guesses(answer, r.clause, question):
             return ("hedged_trap" if trap else "hedged"), r.clause, False  # a guess beside a refusal proposes
         if not (values or offered):
             continue  # states no value

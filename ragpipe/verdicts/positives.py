@@ -57,8 +57,9 @@ ASIDE = {
     "alternative": "one of alternatives",
     "conjoined": "one of several it names",
 }
+_FINAL = re.compile(r"\b(?:final\s+answer|the\s+answer\s+(?:is|would\s+be))\b")  # it names the answer itself
 _CONCLUDES = re.compile(
-    r"^(?:so|therefore|thus|hence|which\s+means|that\s+means|and\s+so)\b|\b(?:final\s+answer|the\s+answer\s+(?:is|would\s+be))\b"
+    r"^(?:so|therefore|thus|hence|which\s+means|that\s+means|and\s+so|actually|in\s+fact)\b|\b(?:final\s+answer|the\s+answer\s+(?:is|would\s+be))\b"
 )
 
 
@@ -74,7 +75,10 @@ def concludes_otherwise(
                 f for f in names_in(answer, r.clause) if re.search(r"\d|^[A-Z]", f) and not content_words(f) <= known
             ]
             said = set(numbers(digits(r.clause))) - set(numbers(digits(question)))
-            if other or (said and not said <= set(numbers(digits(expected)))):  # "Final answer: a few thousand"
+            final = _FINAL.search(r.clause) and len(content_words(r.clause) - known - _SAID_OF) > 0
+            if (
+                other or final or (said and not said <= set(numbers(digits(expected))))
+            ):  # "Final answer: a few thousand"
                 return r.clause
     return None
 
@@ -119,7 +123,7 @@ def first_code(answer: str, expected: str, question: str) -> str | None:
 
 _SAID_OF = content_words(
     "documents document docs context text passage source based according mention mentioned states say says said "
-    "provided answer question also default usual"
+    "provided answer question also default usual final"
 )
 
 

@@ -76,6 +76,12 @@ def _in(words: str, clause: str) -> bool:
     return bool(words) and re.search(r"(?<!\w)" + re.escape(words) + r"(?!\w)", clause) is not None
 
 
+def _restates(clause: str, fact: str, expected: str) -> bool:
+    """Is `fact`, with the words right after it, the expected value in another form ("5000 ms", "10^13")?"""
+    at = clause.find(fact.lower())
+    return at >= 0 and answer_matches(clause[max(0, at - 2) : at + len(fact) + 14], expected).matched
+
+
 def took_trap(answer: str, trap_value: str | None) -> bool:
     """Did the answer state the trap's tempting value ("$51.2 million", also as "51.2M")?"""
     if not trap_value:
@@ -234,12 +240,13 @@ def _positive(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, 
             )
         if refused:  # it states the value and also says the source does not hold it
             return v("fail", f"states {expected!r} and also refuses: which it means is for a reviewer", unsure=True)
-        extra = [  # from the clauses beside the one that states the value (there an equivalent form is the value)
-            f
+        extra = [  # claims the retrieved text does not hold; in the clause stating the value, not the value's own
+            f  # other form ("5000 ms" for "five seconds")
             for i, r in enumerate(readings)
-            if i not in stating
             for f in outside(text, r.clause, g)
-            if f.lower() not in expected.lower() and not re.fullmatch(r"\d", f)
+            if f.lower() not in expected.lower()
+            and not re.fullmatch(r"\d", f)
+            and not (i in stating and _restates(r.clause, f, expected))
         ]
         if extra:  # the expected value, beside claims the retrieved text does not hold
             return v(

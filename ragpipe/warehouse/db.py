@@ -172,8 +172,13 @@ def insert_rows(
     con.register("_insert_rows", data)
     try:
         con.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(exprs)} FROM _insert_rows")
-    finally:
-        con.unregister("_insert_rows")
+    except duckdb.Error:
+        try:  # an aborted transaction refuses the unregister too: the insert's own error is the one to see
+            con.unregister("_insert_rows")
+        except duckdb.Error:
+            pass
+        raise
+    con.unregister("_insert_rows")
 
 
 def record_stage(

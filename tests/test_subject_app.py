@@ -1,0 +1,144 @@
+"""The team's own app as the subject under test: a LangChain RAG app (examples/app/rag_app.py, written without
+ragpipe) served by a real uvicorn process, judged through the real Dagster graph by `ragpipe ci`; the same app as a
+Python function; the app restarted with another embedder. No part of the app is faked."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import EXAMPLES, Project, make_project, project_settings, write_settings
+from faultkit import Proc
+
+from ragpipe.cli import main
+
+pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.model]
+APP_DIR = EXAMPLES / "app"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class App:
+    """The app in its own uvicorn process, on loopback."""
+
+    def __init__(self, embedder: str, version: str):
+        self.port = _free_port()
+        env = {**os.environ, "APP_EMBEDDER": embedder, "APP_VERSION": version, "APP_CORPUS": str(EXAMPLES / "corpus")}
+        argv = [sys.executable, "-m", "uvicorn", "--app-dir", str(APP_DIR), "rag_app:http_app"]
+        self.proc = Proc([*argv, "--host", "127.0.0.1", "--port", str(self.port)], env=env)
+        self.proc.wait_for(r"Uvicorn running", timeout=120)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.proc.p.terminate()
+        self.proc.p.wait(timeout=20)
+
+
+def _configure(p: Project, subject: dict[str, Any]) -> None:
+    write_settings(p.settings_file, {**project_settings(), "subject": subject})
+
+
+def _ci(p: Project, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(["--settings", str(p.settings_file), "ci"])
+    return code, capsys.readouterr().out
+
+
+def _verdicts(p: Project) -> dict[str, tuple[str, str]]:
+    rows = p.sql(
+        "SELECT question_id, verdict, reason FROM verdicts WHERE eval_run_id = "
+        "(SELECT eval_run_id FROM eval_runs WHERE verdict_run_id IS NOT NULL ORDER BY started_at DESC LIMIT 1)"
+    )
+    return {q: (v, r) for q, v, r in rows}
+
+
+@pytest.fixture
+def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    return make_project(tmp_path / "proj")
+
+
+def test_the_app_over_http_judged_by_ragpipe_ci_then_restarted_with_another_embedder(
+    proj: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = App("minilm", "1")
+    try:
+        ident = json.loads(urllib.request.urlopen(f"{app.url}/identity", timeout=10).read())
+        assert ident == {"embedder": "minilm", "model": "extractive", "version": "1"}
+        _configure(
+            proj, {"kind": "http", "url": f"{app.url}/ask", "body": '{"question": "{question}", "id": "{question_id}"}'}
+        )
+        code, out = _ci(proj, capsys)
+        assert code in (0, 1), out
+        first = _verdicts(proj)
+    finally:
+        app.stop()
+    golden = [json.loads(line) for line in (EXAMPLES / "golden.jsonl").read_text().splitlines() if line.strip()]
+    assert set(first) == {t["question_id"] for t in golden}
+    run = proj.sql("SELECT subject, embedder_tag, hit_at_k FROM eval_runs ORDER BY started_at DESC LIMIT 1")[0]
+    assert run[0] == f"http {app.url}/ask" and run[1] == "minilm"
+    # the app indexes no PDF: a test anchored in one did not run, and says why; the others ran
+    pdf = [
+        t["question_id"] for t in golden if (t.get("trap_source") or t.get("evidence_source") or "").endswith(".pdf")
+    ]
+    assert pdf and all(first[q][0] == "did_not_run" and "contexts the app returned" in first[q][1] for q in pdf)
+    ran = [q for q, (v, _) in first.items() if v in ("pass", "fail", "needs_review")]
+    assert len(ran) >= len(golden) // 2, first
+    assert any(v == "pass" for v, _ in first.values())
+    # the app's own contexts are what the verdicts were grounded in
+    stored = proj.sql("SELECT count(DISTINCT question_id), count(*) FROM subject_contexts")[0]
+    assert stored[0] == len(golden) and stored[1] >= len(golden)
+    # every test was validated under ragpipe's own embedder tag: under the app's "minilm" all are unverified
+    assert proj.sql("SELECT bool_and(unverified) FROM verdicts")[0][0] is True
+
+    app = App("minilm-128", "2")  # a deploy: the same app restarted with another embedder
+    try:
+        _configure(proj, {"kind": "http", "url": f"{app.url}/ask"})
+        code, out = _ci(proj, capsys)
+        assert code in (0, 1), out
+        second = _verdicts(proj)
+    finally:
+        app.stop()
+    run = proj.sql("SELECT embedder_tag FROM eval_runs ORDER BY started_at DESC LIMIT 1")[0]
+    assert run[0] == "minilm-128"
+    assert set(second) == set(first)
+
+
+def test_the_app_as_a_python_function_gives_the_http_verdicts(
+    proj: Project, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(APP_DIR))
+    monkeypatch.setenv("APP_CORPUS", str(EXAMPLES / "corpus"))
+    _configure(proj, {"kind": "python", "target": "rag_app:ask"})
+    code, out = _ci(proj, capsys)
+    assert code in (0, 1), out
+    by_function = _verdicts(proj)
+    app = App("minilm", "1")
+    try:
+        _configure(proj, {"kind": "http", "url": f"{app.url}/ask"})
+        assert _ci(proj, capsys)[0] in (0, 1)
+    finally:
+        app.stop()
+    assert {q: v for q, (v, _) in _verdicts(proj).items()} == {q: v for q, (v, _) in by_function.items()}
+
+
+def test_an_app_that_cannot_be_reached_gives_errors_never_passes(
+    proj: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _configure(
+        proj, {"kind": "http", "url": f"http://127.0.0.1:{_free_port()}/ask", "max_retries": 1, "timeout_s": 2.0}
+    )
+    code, out = _ci(proj, capsys)
+    assert code == 1
+    verdicts = _verdicts(proj)
+    assert verdicts and {v for v, _ in verdicts.values()} == {"error"}
+    assert all("cannot reach" in r for _, r in verdicts.values())
