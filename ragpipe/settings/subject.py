@@ -54,7 +54,7 @@ def check(s: SubjectSettings, src: Path) -> None:
         if not isinstance(body, dict):
             raise SettingsError(
                 f"{src}: [subject].body is not a JSON template of an object, like "
-                f"'{{\"question\": \"{{question}}\"}}': {s.body!r}"
+                f'\'{{"question": "{{question}}"}}\': {s.body!r}'
             )
         if "{question}" not in s.body:
             raise SettingsError(f"{src}: [subject].body must hold the {{question}} placeholder: {s.body!r}")
