@@ -123,8 +123,7 @@ def tally(rows: list[dict], judge, show: bool) -> Counter:
         verdict, reason = judge(row)
         c["n"] += 1
         if verdict == "needs_review":
-            c["needs_review"] += 1
-            outcome = "needs_review"
+            outcome = "needs_review"  # counted once, below
         elif verdict == row["label"]:
             outcome = "ok"
         else:

@@ -26,7 +26,7 @@ BUNDLED = {
     "niah_trials": "v1-5d4a0c52d1",
     "retrievals": "v2-c4fa7b0471",
     "stamps": "v1-ab6be096aa",
-    "verdicts": "v4-675ad69aa7",  # v3: grounding and needs_review; v4: what a value is said of
+    "verdicts": "v5-675ad69aa7",  # v3: grounding and needs_review; v4: what a value is said of; v5: contradicted claims
 }
 # Every section away from its defaults, a judge, shards (their own steps), a [niah] grid.
 VARIANT = {
@@ -41,7 +41,7 @@ VARIANT = {
     "niah_trials": "v1-733d4d6332",
     "retrievals": "v2-31999abf66",
     "stamps": "v1-ab6be096aa",
-    "verdicts": "v4-e194e5e319-judge1",
+    "verdicts": "v5-e194e5e319-judge1",
 }
 # ragpipe.versions.code_version of every stage, and the chunker tag (chunk ids and table rows carry it).
 STAGES_BUNDLED = {
@@ -53,7 +53,7 @@ STAGES_BUNDLED = {
     "golden": "v1-ab6be096aa",
     "parser": "v1-aa8b566cfe",
     "retriever": "v2-c4fa7b0471",
-    "verdict": "v4-675ad69aa7",
+    "verdict": "v5-675ad69aa7",
 }
 STAGES_VARIANT = {
     "answerer": "v1-19a549e02c",
@@ -64,7 +64,7 @@ STAGES_VARIANT = {
     "golden": "v1-ab6be096aa",
     "parser": "v1-9b21c825b1",
     "retriever": "v2-31999abf66",
-    "verdict": "v4-e194e5e319-judge1",
+    "verdict": "v5-e194e5e319-judge1",
 }
 
 

@@ -31,6 +31,7 @@ _EXPORTS = {
         "standing",
         "unsupported",
     ],
+    "polarity": ["opposed"],
     "match": [
         "months",
         "digits",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from ragpipe.reading import (
+    Grounds,
     Reading,
     answer_matches,
     content_words,
@@ -15,6 +16,7 @@ from ragpipe.reading import (
     in_clause,
     names_in,
     numbers,
+    opposed,
     standing,
 )
 
@@ -217,3 +219,32 @@ def aside(answer: str, expected: str, question: str) -> str | None:
         ignore.add("negated")
     how = standing(answer, expected, question, frozenset(ignore))
     return ASIDE.get(how)
+
+
+def opposed_claim(readings: list[Reading], expected: str, g: Grounds) -> str | None:
+    """A clause beside the expected value that the retrieved text says the opposite of ("HTTPX also follows
+    redirects by default" beside "will not follow redirects"). The value may be right; the answer is not sure."""
+    for r in readings:
+        against = None if r.refusal else opposed(r.clause, g, expected)
+        if against:
+            return f"{r.clause[:120]!r} (the retrieved text: {against[:120]!r})"
+    return None
+
+
+_ABOVE = r"(?:over|more\s+than|above|at\s+least|upwards\s+of|in\s+excess\s+of|no\s+fewer\s+than|no\s+less\s+than)"
+_BELOW = r"(?:under|less\s+than|fewer\s+than|below|at\s+most|up\s+to|no\s+more\s+than)"
+_EXACT = r"(?:exactly|precisely)"
+_NUMBER = r"\s+(?:\$|\u20ac|\u00a3)?\d"
+
+
+def bound_denied(answer: str, expected: str) -> str | None:
+    """The expected value is a bound ("over two million") and the answer gives its number as exact or as the other
+    bound ("exactly two million", "under two million"): the value's own qualifier is contradicted."""
+    exp, ans = digits(expected).lower(), digits(answer).lower()
+    for bound, rivals in ((_ABOVE, (_EXACT, _BELOW)), (_BELOW, (_EXACT, _ABOVE))):
+        if re.search(bound + _NUMBER, exp):
+            for rival in rivals:
+                m = re.search(r"\b" + rival + _NUMBER, ans)
+                if m:
+                    return m.group(0).strip()
+    return None

@@ -42,16 +42,19 @@ from ragpipe.verdicts.negatives import read_negative
 from ragpipe.verdicts.positives import (
     ASIDE,
     aside,
+    bound_denied,
     concludes_otherwise,
     disowned,
     first_code,
+    opposed_claim,
     rival_first,
     said_of_other,
     states_core,
     whole,
 )
 
-IMPL_VERSION = "4"
+IMPL_VERSION = "5"
+# 5: a claim the retrieved text contradicts beside the value, a bound given as exact.
 # 4: what a value is said of (parallel clauses), identifiers grounded as written, what a count question asks for,
 #    generalizations beside a refusal. 3: grounding in the retrieved text, negation scope, needs_review.
 #    2: refusal grammar, trap cited vs taken, number words and units.
@@ -185,6 +188,9 @@ def _not_the_answer(
             "fail",
             f"cites {expected!r} as what the documents say, then answers otherwise: {readings[-1].clause[:120]!r}",
         )
+    denied = bound_denied(text, expected)
+    if denied:
+        return v("fail", f"gives {denied!r} where the expected answer is a bound: {expected!r}")
     rival = first_code(text, expected, question)
     if rival:
         return v(
@@ -254,6 +260,11 @@ def _positive(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, 
                 f"states {expected!r}, beside {', '.join(dict.fromkeys(extra))} that the retrieved text does not "
                 "hold: for a reviewer",
                 unsure=True,
+            )
+        claim = opposed_claim(readings, expected, g)
+        if claim:
+            return v(
+                "fail", f"states {expected!r}, beside a claim the retrieved text contradicts: {claim}", unsure=True
             )
         return v("pass", f"answer matches expected ({m.how})", how=m.how)
     if m.matched and all(readings[i].hedge for i in stating):
