@@ -63,3 +63,21 @@ def test_a_bound_given_as_an_exact_figure_or_the_other_bound_is_denied() -> None
     test = _test("How many stores does the chain run?", "more than 300", "The chain runs more than 300 stores.")
     assert _verdict(test, "Exactly 300 stores.", ("The chain runs more than 300 stores.",)) == "fail"
     assert _verdict(test, "Over 300 stores.", ("The chain runs more than 300 stores.",)) == "pass"
+
+
+def test_another_version_than_the_one_expected_is_a_fail_not_a_near_miss() -> None:
+    text = "Signed manifests are accepted from release 4.12.10 on."
+    test = _test("From which release are signed manifests accepted?", "4.12.10", text)
+    assert _verdict(test, "From release 4.12.1 on.", (text,)) == "fail"
+    assert _verdict(test, "From release 4.12.10 on.", (text,)) == "pass"
+
+
+def test_a_negative_answered_with_no_word_of_denial_is_a_sure_fail() -> None:
+    text = "Night trains to Vienna leave from platform 4."
+    test = GoldenTest(
+        "n1", "Which platform do night trains to Prague leave from?", "not in documents", "negative", 1, ["a"],
+        text, "doc.md", "platform 4", "tag", "2026-01-01",
+    )  # fmt: skip
+    assert _verdict(test, "They usually go from the eastern concourse near the bus station.", (text,)) == "fail"
+    # words the refusal grammar may not know, with a denial in them, stay for a reviewer rather than fail
+    assert _verdict(test, "The passage is mum on Prague; nothing about it there.", (text,)) != "fail"

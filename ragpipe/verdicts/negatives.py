@@ -3,6 +3,8 @@ or answering from outside the retrieved text (ragpipe.verdicts.rule turns the ou
 
 from __future__ import annotations
 
+import re
+
 from ragpipe.reading import (
     Grounds,
     Reading,
@@ -15,6 +17,12 @@ from ragpipe.reading import (
     outside,
     standing,
     unsupported,
+)
+
+# Any word that denies: an answer without one cannot be declining, whatever words it uses.
+_DENIES = re.compile(
+    r"\b(?:not|no|never|none|nothing|nowhere|without|neither|nor|cannot|unable|unknown|unclear|absent|silent|lack\w*|"
+    r"miss\w*|doesn't|don't|isn't|aren't|wasn't|weren't|can't|couldn't|won't|didn't|hasn't|haven't)\b|n't\b"
 )
 
 
@@ -111,8 +119,9 @@ def read_negative(
             trap_cited = trap_cited or trap
             continue
         unclear = unclear or (r.clause, trap)  # a refusal beside a plainly stated value: for a judge or a person
-    if not refused:
-        return "answered", "", True  # no refusal the grammar knows, and no value either
+    if not refused:  # no refusal the grammar knows, and no value either: a refusal in other words, or an answer
+        said = any(guesses(answer, r.clause, question) for r in readings)
+        return "answered", "", not (said and not _DENIES.search(answer.lower()))  # no negation at all: no refusal
     if unclear:
         return ("took_trap" if unclear[1] else "answered"), unclear[0], True
     return ("refusal_citing_trap" if trap_cited else "refusal"), "", False
