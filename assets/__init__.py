@@ -13,6 +13,7 @@ from assets.ingest import build_ingest_assets
 from assets.niah import build_niah_assets
 from assets.resources import RagpipeResource
 from assets.sensors import build_corpus_sensor, build_nightly_schedule
+from assets.subject import build_subject
 from ragpipe.settings import load_settings, settings_path
 
 # Dagster's console logger, at INFO unless a run's config asks for more: `make ui` shows progress, not every event
@@ -37,7 +38,16 @@ def build_definitions(path: str | None = None) -> dg.Definitions:
     settings = load_settings(source)
     corpus, documents, chunks = build_ingest_assets(settings)
     embeddings = build_embeddings(settings, chunks)
-    all_assets = [corpus, documents, chunks, embeddings, *build_eval_assets(settings), *build_niah_assets(settings)]
+    subject, subject_sensors = build_subject(settings)
+    all_assets = [
+        corpus,
+        documents,
+        chunks,
+        embeddings,
+        *subject,
+        *build_eval_assets(settings),
+        *build_niah_assets(settings),
+    ]
     resources = {"ragpipe": RagpipeResource(settings_path=str(source))}
     graph = dg.Definitions(assets=all_assets, resources=resources).resolve_asset_graph()
     return dg.Definitions(
@@ -56,7 +66,7 @@ def build_definitions(path: str | None = None) -> dg.Definitions:
             ),
             compare_job,
         ],
-        sensors=[automation_sensor(), build_corpus_sensor(settings), currency_sensor()],
+        sensors=[automation_sensor(), build_corpus_sensor(settings), currency_sensor(), *subject_sensors],
         schedules=[build_nightly_schedule(settings)],
         resources=resources,
         loggers={"console": CONSOLE},

@@ -162,7 +162,7 @@ def _retrievals(settings: Settings, stamps: dg.AssetsDefinition) -> dg.AssetsDef
 
     @dg.asset(
         name="retrievals",
-        deps=[stamps, "embeddings"],
+        deps=[stamps, "embeddings", *(["subject"] if settings.subject.kind != "pipeline" else [])],
         group_name=GROUP,
         kinds={"lancedb", "duckdb"},
         code_version=code_version(settings, "retriever"),

@@ -137,9 +137,13 @@ def test_candidate_settings_errors_name_the_setting(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match=r"--set 'k=8': expected SECTION.KEY=VALUE"):
         candidate_settings(current, ["k=8"])
     with pytest.raises(
-        SettingsError, match=r"compare changes only chunker, embedder, retriever, answerer, judge; \[corpus\]"
+        SettingsError, match=r"compare changes only chunker, embedder, retriever, answerer, judge, subject; \[corpus\]"
     ):
         candidate_settings(current, ["corpus.dir=elsewhere"])
+    with pytest.raises(SettingsError, match=r"--subject-url needs \[subject\].kind = 'http'"):
+        from ragpipe.cli.compare import subject_overrides
+
+        subject_overrides(current, "http://staging:8765/ask")
     with pytest.raises(SettingsError, match=r"\[retriever\].k must be at least 1"):
         candidate_settings(current, ["retriever.k=0"])
     with pytest.raises(SettingsError, match=r"\[compare\].block has unknown transitions \['pass-fail'\]"):

@@ -142,3 +142,84 @@ def test_an_app_that_cannot_be_reached_gives_errors_never_passes(
     verdicts = _verdicts(proj)
     assert verdicts and {v for v, _ in verdicts.values()} == {"error"}
     assert all("cannot reach" in r for _, r in verdicts.values())
+
+
+def _tick(p: Project, cursor: Any) -> tuple[set[str], Any]:
+    import dagster as dg
+
+    from assets import build_definitions
+
+    result = dg.evaluate_automation_conditions(
+        defs=build_definitions(str(p.settings_file)), instance=p.instance, cursor=cursor
+    )
+    return {k.to_user_string() for k, v in result._requested_partitions_by_asset_key.items() if v}, result.cursor
+
+
+def _skipped(result: Any) -> str:
+    return result.skip_reason.skip_message if result.skip_reason else ""
+
+
+def _observe(p: Project, cursor: str | None) -> Any:
+    """One tick of subject_sensor; its observation recorded in the instance as the daemon would."""
+    import dagster as dg
+
+    from assets import build_definitions
+    from assets.resources import RagpipeResource
+
+    sensor = build_definitions(str(p.settings_file)).get_sensor_def("subject_sensor")
+    ctx = dg.build_sensor_context(
+        cursor=cursor, instance=p.instance, resources={"ragpipe": RagpipeResource(settings_path=str(p.settings_file))}
+    )
+    result = sensor(ctx)
+    for event in result.asset_events:
+        p.instance.report_runless_asset_event(event)
+    return result
+
+
+def test_a_deploy_of_the_app_is_predicted_by_compare_then_seen_by_the_subject_source_and_re_evaluated(
+    proj: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = App("minilm", "1")
+    try:
+        subject = {"kind": "http", "url": f"{app.url}/ask", "identity_url": f"{app.url}/identity"}
+        _configure(proj, subject)
+        proj.materialize()  # the whole graph observes the app too: the identity its verdicts were computed under
+        requested, cursor = _tick(proj, None)
+        assert requested == set()
+        first = _observe(proj, None)  # the sensor's first tick: the same identity, so no re-evaluation
+        (event,) = first.asset_events
+        assert event.metadata["embedder"].value == "minilm" and event.metadata["how"].value == "identity"
+        requested, cursor = _tick(proj, cursor)
+        assert requested == set()
+        unchanged = _observe(proj, first.cursor)
+        assert not unchanged.asset_events and "unchanged" in _skipped(unchanged)
+        requested, cursor = _tick(proj, cursor)
+        assert requested == set()  # the same app: nothing to re-evaluate
+        staging = App("minilm-128", "2")  # the next deploy, staged beside the current one
+        try:
+            code = main(["--settings", str(proj.settings_file), "compare", "--subject-url", f"{staging.url}/ask"])
+            out = capsys.readouterr().out
+        finally:
+            staging.stop()
+        assert code in (0, 1) and "subject.url" in out, out
+        predicted = dict(proj.sql("SELECT question_id, candidate_verdict FROM comparison_verdicts"))
+    finally:
+        app.stop()
+    down = _observe(proj, first.cursor)  # an app that is down is no deploy
+    assert not down.asset_events and "cannot read the app's identity" in _skipped(down)
+    app = App("minilm-128", "2")  # the deploy: another embedder, another version, on another port
+    try:
+        _configure(proj, {**subject, "url": f"{app.url}/ask", "identity_url": f"{app.url}/identity"})
+        deployed = _observe(proj, first.cursor)
+        (event,) = deployed.asset_events
+        assert event.metadata["embedder"].value == "minilm-128" and deployed.cursor != first.cursor
+        requested, cursor = _tick(proj, cursor)
+        assert "retrievals" in requested
+        requested, cursor = _tick(proj, cursor)
+        assert requested == set()  # one re-evaluation per deploy
+        proj.materialize(["retrievals", "answers", "verdicts"])
+    finally:
+        app.stop()
+    assert {q: v for q, (v, _) in _verdicts(proj).items()} == predicted  # compare said what the deploy would do
+    causes = {c for (c,) in proj.sql("SELECT DISTINCT cause FROM verdict_changes")}
+    assert any("embedder minilm -> minilm-128" in c for c in causes), causes

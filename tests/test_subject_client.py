@@ -124,3 +124,54 @@ def test_the_settings_name_the_field(tmp_path: Path) -> None:
     app = settings_from_dict({**base, "subject": {"kind": "http", "url": "http://h/ask"}}, src)
     assert pipeline.stage_hash("retriever") != app.stage_hash("retriever")  # a subject change re-evaluates
     assert pipeline.stage_hash("chunker") == app.stage_hash("chunker")
+
+
+def test_the_app_is_observed_by_identity_else_probe_metadata_else_a_fingerprint_of_its_contexts(app: str) -> None:
+    from ragpipe.rag import observe
+
+    cfg = SubjectSettings(kind="http", url=app)
+    http = HttpSubject(cfg)
+    try:
+        seen = observe(http, [("q1", "first question")])  # no identity endpoint: the probe's reply metadata
+    finally:
+        http.close()
+    assert (seen.how, seen.identity) == ("probe metadata", {"embedder": "e1"}) and len(_App.seen) == 1
+
+    contexts = {"text": "one passage"}
+
+    def app_fn(question: str) -> dict:
+        return {"answer": "x", "contexts": [contexts]}
+
+    import sys
+    import types
+
+    module = types.ModuleType("observed_app_xyz")
+    module.ask = app_fn  # type: ignore[attr-defined]
+    sys.modules["observed_app_xyz"] = module
+    try:
+        fn = PythonSubject(SubjectSettings(kind="python", target="observed_app_xyz:ask"))
+        a = observe(fn, [("q1", "first question")])
+        assert a.how == "contexts fingerprint" and a.identity == {}
+        assert observe(fn, [("q1", "first question")]) == a  # the same retrieval: the same app
+        contexts["text"] = "another passage"  # a re-index that changed what it retrieves: another app
+        assert observe(fn, [("q1", "first question")]).version != a.version
+        app_fn.identity = lambda: {"embedder": "bge", "version": "7", "other": "x"}  # type: ignore[attr-defined]
+        named = observe(fn, [("q1", "first question")])
+        assert (named.how, named.identity) == ("identity", {"embedder": "bge", "version": "7"})
+    finally:
+        del sys.modules["observed_app_xyz"]
+
+
+def test_compare_subject_url_moves_the_identity_endpoint_with_the_app(tmp_path: Path) -> None:
+    from ragpipe.cli.compare import subject_overrides
+
+    raw = {"subject": {"kind": "http", "url": "http://prod:8765/ask", "identity_url": "http://prod:8765/identity"}}
+    settings = settings_from_dict(raw, tmp_path / "ragpipe.toml")
+    assert subject_overrides(settings, "https://staging:9000/v2/ask") == [
+        'subject.url="https://staging:9000/v2/ask"',
+        'subject.identity_url="https://staging:9000/identity"',
+    ]
+    elsewhere = {"subject": {**raw["subject"], "identity_url": "http://registry/apps/rag"}}
+    assert subject_overrides(settings_from_dict(elsewhere, tmp_path / "ragpipe.toml"), "http://staging/ask") == [
+        'subject.url="http://staging/ask"'  # an identity served elsewhere stays where it is
+    ]

@@ -4,11 +4,14 @@ changed behind (one test's verdict over time)."""
 from __future__ import annotations
 
 import argparse
+import json
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
 from ragpipe.cli.common import failure_code, instance, report_failure, settings_from
 from ragpipe.core import EXIT_INPUT
+from ragpipe.settings import SettingsError
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -46,15 +49,33 @@ def cmd_history(args: argparse.Namespace) -> int:
     return 0
 
 
+def subject_overrides(settings: Any, url: str | None) -> list[str]:
+    """--subject-url: the candidate deployment of the app under test (its identity endpoint moved with it when the
+    current one lives on the same server)."""
+    if not url:
+        return []
+    cur = settings.subject
+    if cur.kind != "http":
+        raise SettingsError(f"--subject-url needs [subject].kind = 'http' in {settings.source}, not {cur.kind!r}")
+    out = [f"subject.url={json.dumps(url)}"]
+    base, new_base = urllib.parse.urlsplit(cur.url), urllib.parse.urlsplit(url)
+    ident = urllib.parse.urlsplit(cur.identity_url)
+    if cur.identity_url and ident.netloc == base.netloc:
+        moved = ident._replace(scheme=new_base.scheme, netloc=new_base.netloc).geturl()
+        out.append(f"subject.identity_url={json.dumps(moved)}")
+    return out
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from ragpipe.reports import candidate_settings, render_comparison_markdown, render_comparison_text
 
     settings = settings_from(args)
-    candidate_settings(settings, args.set or [], Path(args.candidate) if args.candidate else None)  # fail early, worded
+    overrides = [*(args.set or []), *subject_overrides(settings, args.subject_url)]
+    candidate_settings(settings, overrides, Path(args.candidate) if args.candidate else None)  # fail early, worded
     from assets.runner import run_compare
     from ragpipe.reports import Comparison
 
-    result = run_compare(str(settings.source), args.set or [], args.candidate or "", instance(settings))
+    result = run_compare(str(settings.source), overrides, args.candidate or "", instance(settings))
     if not isinstance(result, Comparison):
         return max(EXIT_INPUT, failure_code(report_failure(result, args.verbose)))
     print(render_comparison_text(result))
@@ -79,7 +100,8 @@ def add_parsers(sub: Any) -> None:
         epilog="""Examples:
   ragpipe compare --set embedder.name=minilm-static
   ragpipe compare --set retriever.k=8 --set retriever.mode=vector --markdown compare.md
-  ragpipe compare --settings ragpipe.toml --candidate candidate.toml""",
+  ragpipe compare --settings ragpipe.toml --candidate candidate.toml
+  ragpipe compare --subject-url https://staging.internal/ask     # the app's next deploy beside the current one""",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
@@ -89,6 +111,12 @@ def add_parsers(sub: Any) -> None:
         help='a candidate setting (repeatable); the value is read as TOML: 8, true, "minilm-static"',
     )
     p.add_argument("--candidate", metavar="FILE", help="a candidate settings file (default: the current one)")
+    p.add_argument(
+        "--subject-url",
+        metavar="URL",
+        help="a candidate deployment of the app under test ([subject] kind http), e.g. staging: promote it only "
+        "when no negative turned green by losing its trap",
+    )
     p.add_argument("--markdown", metavar="PATH", help="write the comparison as Markdown (a pull-request comment)")
     p.add_argument("--verbose", action="store_true", help="print Dagster's stack trace when the comparison fails")
     p.set_defaults(func=cmd_compare)

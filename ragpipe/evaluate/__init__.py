@@ -14,6 +14,7 @@ _EXPORTS = {
         "current_anchors",
     ],
     "retrievals": ["retrieve_stage", "corpus_digest"],
+    "subject": ["observe_subject"],
     "runs": ["record_failure", "progress_line", "latest_eval_run", "fork_eval_run", "judged_elsewhere"],
     "answers": ["ANSWER_COLUMNS", "answer_stage", "retrieved_texts"],
     "verdicts": ["VERDICT_COLUMNS", "test_sha", "anchor_rank", "anchor_source_sha", "verdict_stage"],

@@ -13,8 +13,8 @@ import duckdb
 
 from ragpipe.evaluate.runs import progress_line
 from ragpipe.evaluate.stamps import golden_tests
-from ragpipe.golden import GoldenTest, plain_form, quote_form, quote_forms
-from ragpipe.rag import Context, Reply, ask_all, load_subject, metrics
+from ragpipe.golden import GoldenTest, load_golden, plain_form, quote_form, quote_forms
+from ragpipe.rag import Context, Observed, Reply, ask_all, load_subject, metrics, observe
 from ragpipe.settings import Settings
 from ragpipe.warehouse import insert_rows, transaction
 
@@ -198,3 +198,13 @@ def subject_anchors(con: duckdb.DuckDBPyConnection, eval_run_id: str) -> dict[st
 def is_subject_run(con: duckdb.DuckDBPyConnection, eval_run_id: str) -> bool:
     row = con.execute("SELECT subject FROM eval_runs WHERE eval_run_id = ?", [eval_run_id]).fetchone()
     return bool(row and row[0])
+
+
+def observe_subject(settings: Settings, probes: int = 3) -> Observed:
+    """The app under test as it is now (ragpipe.rag.observe), probed with the golden set's first questions."""
+    tests = load_golden(settings.golden.path).tests[:probes] if settings.golden.path else []
+    subject = load_subject(settings.subject)
+    try:
+        return observe(subject, [(t.question_id, t.question) for t in tests])
+    finally:
+        subject.close()

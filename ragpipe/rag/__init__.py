@@ -47,6 +47,8 @@ _EXPORTS = {
         "PythonSubject",
         "load_subject",
         "ask_all",
+        "Observed",
+        "observe",
     ],
     "ranking": [
         "MEASURES as RANKING_MEASURES",

@@ -8,6 +8,7 @@ Secrets for headers come from the environment variables [subject.header_env] nam
 from __future__ import annotations
 
 import email.utils
+import hashlib
 import importlib
 import inspect
 import json
@@ -239,3 +240,31 @@ def ask_all(
             if progress:
                 progress(len(out), len(items))
     return out
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What the app says it is, as a version: a deploy changes it."""
+
+    version: str  # 16 hex digits
+    identity: dict[str, str]  # embedder, model, version (empty for a fingerprint)
+    how: str  # "identity" (the identity endpoint or function), "probe metadata", "contexts fingerprint"
+
+
+def _digest(data: Any) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
+def observe(subject: HttpSubject | PythonSubject, probes: Sequence[tuple[str, str]]) -> Observed:
+    """The app's identity: from its identity endpoint (or the function's `identity`), else from the metadata of the
+    replies to a few probe questions ((question_id, question) pairs), else a fingerprint of the contexts it returned
+    for them: a changed retrieval is a changed app. A call that fails raises SubjectError."""
+    ident = subject.identity()
+    if ident:
+        return Observed(_digest(ident), ident, "identity")
+    replies = [subject.ask(question, qid) for qid, question in probes]
+    ident = next((r.metadata for r in replies if r.metadata), {})
+    if ident:
+        return Observed(_digest(ident), ident, "probe metadata")
+    seen = [[(c.id, c.source, c.text) for c in r.contexts] for r in replies]
+    return Observed(_digest(seen), {}, "contexts fingerprint")

@@ -28,7 +28,7 @@ from ragpipe.warehouse import connect, migrate, transaction
 
 Log = Callable[[str], None]
 # The sections a candidate may change: what lies between the parsed corpus and the verdicts.
-COMPARABLE = ("chunker", "embedder", "retriever", "answerer", "judge")
+COMPARABLE = ("chunker", "embedder", "retriever", "answerer", "judge", "subject")
 
 
 def _noop(msg: str) -> None:
