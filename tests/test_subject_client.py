@@ -165,13 +165,16 @@ def test_the_app_is_observed_by_identity_else_probe_metadata_else_a_fingerprint_
 def test_compare_subject_url_moves_the_identity_endpoint_with_the_app(tmp_path: Path) -> None:
     from ragpipe.cli.compare import subject_overrides
 
-    raw = {"subject": {"kind": "http", "url": "http://prod:8765/ask", "identity_url": "http://prod:8765/identity"}}
+    raw = {
+        "corpus": {"dir": str(tmp_path)},
+        "subject": {"kind": "http", "url": "http://prod:8765/ask", "identity_url": "http://prod:8765/identity"},
+    }
     settings = settings_from_dict(raw, tmp_path / "ragpipe.toml")
     assert subject_overrides(settings, "https://staging:9000/v2/ask") == [
         'subject.url="https://staging:9000/v2/ask"',
         'subject.identity_url="https://staging:9000/identity"',
     ]
-    elsewhere = {"subject": {**raw["subject"], "identity_url": "http://registry/apps/rag"}}
+    elsewhere = {**raw, "subject": {**raw["subject"], "identity_url": "http://registry/apps/rag"}}
     assert subject_overrides(settings_from_dict(elsewhere, tmp_path / "ragpipe.toml"), "http://staging/ask") == [
         'subject.url="http://staging/ask"'  # an identity served elsewhere stays where it is
     ]
