@@ -22,7 +22,7 @@ from ragpipe.embed.model_build import (
     st_tag,
     static_fingerprint,
 )
-from ragpipe.settings import EmbedderSettings
+from ragpipe.settings import API_PREFIX, EmbedderSettings
 
 if TYPE_CHECKING:  # numpy is imported where vectors are made: `ragpipe --help` reads EMBEDDERS without it
     import numpy as np
@@ -197,7 +197,7 @@ class OnnxEmbedder:
         return [len(ids) for ids in self._tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]]
 
 
-_CACHE: dict[tuple[str, str, int, str, int], Embedder] = {}
+_CACHE: dict[tuple[str, str, int, str, int, str], Embedder] = {}
 
 
 @dataclass(frozen=True)
@@ -254,7 +254,20 @@ OTHER = EmbedderKind(
 )
 
 
+def _api_kind() -> EmbedderKind:
+    from ragpipe.embed.api import ApiEmbedder, api_tag
+
+    return EmbedderKind(
+        "openai:<model>: an embeddings API at [embedder].base_url (tagged by a fingerprint of its vectors)",
+        lambda cfg, models_dir, threads: ApiEmbedder(cfg),
+        lambda cfg, models_dir: api_tag(cfg),
+        cpu_only=True,
+    )
+
+
 def kind_of(cfg: EmbedderSettings) -> EmbedderKind:
+    if cfg.name.startswith(API_PREFIX):
+        return _api_kind()
     return EMBEDDERS.get(cfg.name, OTHER)
 
 
@@ -269,7 +282,7 @@ def load_embedder(cfg: EmbedderSettings, models_dir: Path, threads: int = 0) -> 
 
     `threads` caps the CPU threads (0: every usable core); embedding shards sharing a machine split its cores.
     """
-    key = (cfg.name, str(models_dir), cfg.batch_size, cfg.device, threads)
+    key = (cfg.name, str(models_dir), cfg.batch_size, cfg.device, threads, cfg.base_url)
     if key in _CACHE:
         return _CACHE[key]
     kind = kind_of(cfg)

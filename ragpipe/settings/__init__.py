@@ -20,7 +20,7 @@ _EXPORTS = {
     "corpus": ["CorpusSettings"],
     "parser": ["ParserSettings", "PDF_ENGINES"],
     "chunker": ["ChunkerSettings", "CHUNKER_STRATEGIES"],
-    "embedder": ["EmbedderSettings"],
+    "embedder": ["EmbedderSettings", "API_PREFIX"],
     "golden": ["GoldenSettings"],
     "retriever": ["RetrieverSettings"],
     "subject": ["SubjectSettings", "SUBJECT_KINDS"],

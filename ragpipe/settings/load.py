@@ -20,6 +20,7 @@ from ragpipe.settings import (
     chunker,
     compare,
     corpus,
+    embedder,
     gate,
     golden,
     niah,
@@ -72,6 +73,7 @@ UNVERSIONED = {
     "parser": ("workers",),
     "answerer": ("threads",),
     "subject": ("concurrency", "timeout_s", "max_retries", "observe_interval_s", "header_env"),
+    "embedder": ("base_url", "api_key_env", "timeout_s", "max_retries"),  # an API's tag fingerprints its vectors
 }
 
 # The sections read by `build` alone (a table of typed keys with defaults), in the order they are read.
@@ -92,6 +94,7 @@ SECTIONS = ("warehouse", "corpus", "golden", *PLAIN, "niah")  # every section a 
 # Each section's checks across its keys, run once every section is read (a section without any has none here).
 CHECKS = {
     "chunker": chunker.check,
+    "embedder": embedder.check,
     "parser": parser.check,
     "retriever": retriever.check,
     "scale": scale.check,
