@@ -128,3 +128,12 @@ def test_property_text_matches_itself(x: str) -> None:
 def test_property_millions_written_two_ways_match(d) -> None:
     assert answer_matches(f"${d}M", f"{d} million").matched
     assert answer_matches(f"{d} million dollars", f"${d}M").matched
+
+
+def test_binary_prefixes_are_exact_byte_counts_and_decimal_ones_stay_apart() -> None:
+    from ragpipe.reading import answer_matches
+
+    assert answer_matches("It reads 1,048,576 bytes at a time.", "1 MiB").matched
+    assert answer_matches("2 KiB", "2048 bytes").matched and answer_matches("1024 KiB", "1 MiB").matched
+    assert not answer_matches("64 KiB", "1 MiB").matched
+    assert not answer_matches("1 MB", "1 MiB").matched  # a megabyte is 1,000,000 or 1,048,576 by convention
