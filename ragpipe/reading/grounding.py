@@ -48,9 +48,9 @@ def parse(text: str) -> Any:
     return _nlp()(unicodedata.normalize("NFKC", text))
 
 
+@functools.lru_cache(maxsize=65536)  # a corpus repeats its words: every retrieved text is read through here
 def _key(word: str) -> str:
-    w = re.sub(r"^[^\w]+|[^\w]+$", "", word.lower().replace("\u2019", "'"))
-    w = re.sub(r"'s$", "", w)
+    w = re.sub(r"'s$", "", re.sub(r"^[^\w]+|[^\w]+$", "", word.lower().replace("\u2019", "'")))
     return w[:5] if not any(ch.isdigit() for ch in w) else w
 
 
@@ -67,9 +67,9 @@ class Grounds:
 @functools.lru_cache(maxsize=512)
 def grounds(texts: tuple[str, ...], question: str) -> Grounds:
     joined = unicodedata.normalize("NFKC", " ".join((*texts, question)))
-    tokens = re.findall(r"[\w'\u2019.\-]+", joined)
+    tokens = set(re.findall(r"[\w'\u2019.\-]+", joined))
     parts = {p for w in tokens for p in re.split(r"[-_.:/]+", w) if p}  # "load_cert_chain", "APT::Solver"
-    words = {_key(w) for w in tokens} | {_key(p) for p in parts}
+    words = {_key(w) for w in tokens | parts}
     values = set(numbers(digits(joined)))
     for w in re.findall(r"\d[\d,.\u2013\-]*", joined):  # "1862-90" holds 1862 and 90, and so 1890
         values.update(float(x) for x in re.findall(r"\d+(?:\.\d+)?", w.replace(",", "")))
