@@ -170,3 +170,27 @@ def test_the_same_inputs_and_another_verdict_is_answerer_drift(tmp_path: Path) -
     assert rows == [("r3", "r1", "fail", "pass", "nothing upstream changed: the answerer drifted")]
     con.execute("UPDATE eval_runs SET retriever = '{\"k\": 8}' WHERE eval_run_id = 'r3'")
     assert con.execute("SELECT cause FROM verdict_changes").fetchone()[0] == "retriever k 5 -> 8"
+
+
+def test_history_survives_a_moved_checkout(tmp_path: Path) -> None:
+    """A CI clone in a new directory, or a repository moved: the flips and their causes are compared with the run
+    before, also when that run recorded the golden set by its absolute path (as older versions did)."""
+    import shutil
+
+    import dagster as dg
+
+    p = make_project(tmp_path / "proj")
+    _run(p)
+    with connect(p.settings().duckdb_path) as con:  # the run as an older version recorded it
+        con.execute("UPDATE eval_runs SET golden_path = ?", [str((p.root / "golden.jsonl").resolve())])
+    shutil.copytree(p.root, tmp_path / "moved")
+    moved = Project(tmp_path / "moved", dg.DagsterInstance.ephemeral())
+    tests = [json.loads(x) for x in moved.golden.read_text().splitlines() if x.strip()]
+    gone = "reports/q3-2023.md"
+    anchored = {t["question_id"] for t in tests if _anchor_doc(t) == gone}
+    (moved.corpus / gone).unlink()
+    run = _run(moved)
+    changes = _changes(moved, run)
+    assert anchored and all(changes[q][1] == "did_not_run" for q in anchored), changes
+    assert all(changes[q][-1] == "anchor document deleted" for q in anchored), changes
+    assert {r[0] for r in moved.sql("SELECT DISTINCT golden_path FROM eval_runs")} == {"golden.jsonl"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import duckdb
@@ -30,6 +31,15 @@ def documents_text(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return dict(con.execute("SELECT doc_id, text FROM documents").fetchall())
 
 
+def golden_key(settings: Settings, path: Path) -> str:
+    """How runs name their golden set file: relative to the project (the settings file's folder) when inside it, so
+    the history of a test survives a moved checkout or a CI clone in a new directory; else its absolute path."""
+    try:
+        return path.resolve().relative_to(settings.root.resolve()).as_posix()
+    except ValueError:
+        return str(path.resolve())
+
+
 def load_golden_stage(
     settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop
 ) -> dict[str, Any]:
@@ -48,7 +58,15 @@ def load_golden_stage(
     drift = [p for p in problems if p.drift]
     for p in drift:
         log(f"corpus drift: {p}")
+    key = golden_key(settings, golden.path)
     with transaction(con):
+        # Runs recorded under this file's absolute path (before the key was relative, or in the checkout before it
+        # moved) join its history: a flip is compared with the run before it wherever the project lives.
+        con.execute(
+            "UPDATE eval_runs SET golden_path = ? WHERE golden_path LIKE '/%' AND (golden_path = ? OR "
+            "golden_path LIKE '%/' || ?)",
+            [key, str(golden.path), key],
+        )
         con.execute("DELETE FROM golden_tests")
         insert_rows(
             con,
@@ -67,7 +85,7 @@ def load_golden_stage(
                     t.embedder_tag,
                     t.last_validated,
                     t.line,
-                    str(golden.path),
+                    key,
                     golden.sha256,
                     run_id,
                 ]
