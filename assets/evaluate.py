@@ -9,7 +9,7 @@ import dagster as dg
 from assets.automation import RAGPIPE_CONDITION, RETRY_POLICY
 from assets.resources import RagpipeResource
 from ragpipe import evaluate
-from ragpipe.core import INPUT_ERRORS, REWRITES_FILE
+from ragpipe.core import INPUT_ERRORS, REWRITES_FILE, VERDICTS
 from ragpipe.reports import changes_table, load_summary, render_markdown
 from ragpipe.settings import Settings
 from ragpipe.versions import code_version
@@ -225,32 +225,46 @@ def _gate(blocking: list[Any]) -> str:
     )
 
 
-def _verdict_checks(stats: dict[str, Any], stale_stamps: int, severity: Any) -> list[dg.AssetCheckResult]:
-    """The four checks on verdicts (CHECKS), from the verdicts stage's counts."""
+def _named(label: str, ids: list[str]) -> str | None:
+    """'fail: neg_01, pos_03, ... (+12 more)': the tests a failing check is about, by name."""
+    if not ids:
+        return None
+    return f"{label}: {', '.join(ids[:20])}" + (f" (+{len(ids) - 20} more)" if len(ids) > 20 else "")
+
+
+def _verdict_checks(
+    stats: dict[str, Any], stale: list[str], severity: Any, by: dict[str, list[str]]
+) -> list[dg.AssetCheckResult]:
+    """The four checks on verdicts (CHECKS), from the verdicts stage's counts; a failing one names its tests."""
+    blocking = [_named(k, by[k]) for k in ("fail", "needs_review", "error")]
     return [
         dg.AssetCheckResult(
             check_name="no_failures",
             passed=stats["fail"] + stats["error"] + stats["needs_review"] == 0,
             severity=severity,
+            description="; ".join(b for b in blocking if b) or None,
             metadata={"fail": stats["fail"], "needs_review": stats["needs_review"], "error": stats["error"]},
         ),
         dg.AssetCheckResult(
             check_name="every_test_ran",
             passed=stats["did_not_run"] == 0,
             severity=severity,
+            description=_named("did not run", by["did_not_run"]),
             metadata={"did_not_run": stats["did_not_run"]},
         ),
         dg.AssetCheckResult(
             check_name="verified_under_current_embedder",
             passed=stats["unverified"] == 0,
             severity=severity,
+            description=_named("unverified", by["unverified"]),
             metadata={"unverified": stats["unverified"]},
         ),
         dg.AssetCheckResult(
             check_name="golden_stamps_current",
-            passed=stale_stamps == 0,
+            passed=not stale,
             severity=severity,
-            metadata={"stale_stamps": stale_stamps},
+            description=_named("stale stamps (ragpipe golden restamp --write)", stale),
+            metadata={"stale_stamps": len(stale)},
         ),
     ]
 
@@ -279,10 +293,14 @@ def _verdicts(settings: Settings, answers: dg.AssetsDefinition, severity: Any) -
                     s, con, context.run.run_id, log=context.log.info, trigger=_trigger(context)
                 )
             summary = load_summary(con)
-            stale_stamps = con.execute(
-                "SELECT count(*) FROM latest_stamps WHERE chunker_tag = ? AND list_contains(?, status)",
-                [s.chunker_tag, list(REWRITES_FILE)],
-            ).fetchone()[0]
+            stale = [
+                q
+                for (q,) in con.execute(
+                    "SELECT DISTINCT question_id FROM latest_stamps WHERE chunker_tag = ? AND list_contains(?, status) "
+                    "ORDER BY question_id",
+                    [s.chunker_tag, list(REWRITES_FILE)],
+                ).fetchall()
+            ]
         assert summary is not None
         gate = _gate(summary.blocking(s.gate.block))
         # The gate in the Runs list: a run that succeeded can still have blocked the gate.
@@ -295,7 +313,9 @@ def _verdicts(settings: Settings, answers: dg.AssetsDefinition, severity: Any) -
             if r.verdict == "needs_review"
         ]
         unv = [(r.question_id, r.test_embedder_tag or "-") for r in summary.rows if r.unverified]
-        checks = _verdict_checks(stats, stale_stamps, severity)
+        by = {k: [r.question_id for r in summary.rows if r.verdict == k] for k in VERDICTS}
+        by["unverified"] = [r.question_id for r in summary.rows if r.unverified]
+        checks = _verdict_checks(stats, stale, severity, by)
         return dg.MaterializeResult(
             metadata={
                 **stats,
