@@ -18,15 +18,13 @@ from typing import Any
 from ragpipe.reading.match import content_words, digits, numbers
 
 # Words about the source and the answering: a capitalized "Context" or "Answer" is not a fact about the subject.
-_META = content_words(
-    "documents document docs context text passage passages source sources excerpt excerpts based according answer "
-    "question final note json yaml xml markdown table sorry summary reasoning step conclusion confidence result "
-    "information assistant model language doc docs reference references documentation manual manuals changelog "
-    "readme guide section sections page pages chunk chunks snippet snippets material materials"
+_META = content_words(  # content_words keeps 5 letters: "passage" covers "passages"
+    "document docs context text passage source excerpt based according answer question final note json yaml xml "
+    "markdown table sorry summary reasoning step conclusion confidence result information assistant model language "
+    "doc reference documentation manual changelog readme guide section page pages chunk snippet material"
 )
 # Prepositions and adverbs that put what they govern beside the answer instead of being it.
 _CONTRAST = {"unlike", "except", "besides", "instead", "rather", "apart", "aside", "excluding", "versus", "vs", "vs."}
-_RANGE_WORDS = {"between", "from", "to", "and", "-", "\u2013", "through", "up", "anywhere"}
 _CODE = re.compile(r"`([^`\n]+)`")
 # counts written as words ("in two places", "three options") describe the answer more often than they state a fact
 _SMALL_COUNTS = set("one two three four five six seven eight nine ten both".split())
@@ -135,6 +133,8 @@ def grounded(fact: Fact, g: Grounds) -> bool:
         if not parts and not vals:  # a scale or number word alone ("million", "dozen"): by word
             return _key(fact.text) in g.words
         return any(v in g.values for v in vals) or bool(parts) and all(p in g.values for p in parts)
+    if re.search(r"\w(?:::|[/.])\w", fact.text):  # "APT::Solver::RunAsUser" unquoted: an identifier, as written
+        return grounded(Fact(fact.text, "code", fact.start, fact.end), g)
     name = fact.text[:-1] if re.fullmatch(r"[A-Z]{2,}s", fact.text) else fact.text  # "URIs", "APIs"
     return _key(fact.text) in g.words or _key(name) in g.words or _acronym_of(name, g)
 
@@ -317,8 +317,8 @@ def _ranged(span: Any) -> bool:
     value = re.escape(span.text.lower())
     num = r"[\w.,$%]+"
     return bool(
-        re.search(rf"\b(?:between|from)\s+(?:{num}\s+){{0,2}}?(?:and|to)\s+{value}(?!\w)", window)
-        or re.search(rf"\b(?:between|from)\s+{value}\s+(?:{num}\s+)?(?:and|to)\s+\S", window)
+        re.search(rf"\b(?:between\s+(?:{num}\s+){{0,2}}?and|from\s+(?:{num}\s+){{0,2}}?to)\s+{value}(?!\w)", window)
+        or re.search(rf"\b(?:between\s+{value}\s+(?:{num}\s+)?and|from\s+{value}\s+(?:{num}\s+)?to)\s+\S", window)
         or re.search(rf"(?<![\d\-.]){value}\s*(?:\u2013|-|\s+to\s+)\s*\d+(?![\d\-.])", window)
         and not re.search(r"\b\d{4}-(?:0?[1-9]|1[0-2])\b", window)  # "2022-12" is a month
         or re.search(rf"(?<![\d\-.])\d+\s*(?:\u2013|-|\s+to\s+)\s*{value}(?![\d\-.])", window)

@@ -224,6 +224,7 @@ def _canonical(text: str) -> str:
     out = re.sub(r"(?<![\w.])v(?=\d)", "", digits(text), flags=re.IGNORECASE)
     out = re.sub(r"\b(\d{1,2})(?:st|nd|rd|th)\s+century\b", r"century\1", out)
     out = _SCI.sub(_sci, out)
+    out = _TINY.sub(lambda m: "sci{:g}e{}".format(*_mantissa(float(m.group(0)))), out)  # 0.000000001 = 1e-09
     out = re.sub(r"\b(\d{1,2})00s\b", lambda m: f"century{int(m.group(1)) + 1}", out)
     return re.sub(r"(?<=\d)\s*\.\.\.?\s*(?=\d)", " to ", out)
 
@@ -234,6 +235,14 @@ _SCI = re.compile(
     r"(?<![\w.])(?:(\d+(?:\.\d+)?)\s*(?:x|\u00d7|\*)\s*)?10\s*(?:\^|\*\*)\s*([+-]?\d+)(?![\w.])|"
     r"(?<![\w.])(\d+(?:\.\d+)?)e([+-]?\d+)(?![\w.])"
 )
+
+
+_TINY = re.compile(r"(?<![\w.])0\.0{3,}\d+(?![\w.])")  # a decimal with four or more leading zeros
+
+
+def _mantissa(value: float) -> tuple[float, int]:
+    mantissa, exponent = f"{value:e}".split("e")
+    return float(mantissa), int(exponent)
 
 
 def _sci(m: re.Match[str]) -> str:

@@ -30,6 +30,8 @@ _CONTRACTIONS = [
     (r"\bwon'?t\b", "will not"),
     (r"\bshan'?t\b", "shall not"),
     (r"\b(\w+)n't\b", r"\1 not"),
+    # written without the apostrophe, as small models and hurried people do ("docs dont say")
+    (r"\b(do|does|did|is|are|was|were|has|have|had|could|would|should|must)nt\b", r"\1 not"),
     (r"\bi'm\b", "i am"),
     (r"\bi'd\b", "i would"),
     (r"\bi've\b", "i have"),
@@ -109,7 +111,7 @@ _HEDGE = re.compile(
     r"i\s+(?:think|believe|suspect|assume|expect|estimate|imagine|reckon|guess)|"
     r"(?:may|might|could|would)\s+(?:well\s+)?(?:be|have\s+been)|(?:it\s+)?(?:seems|appears)\s+(?:to\s+be|that|like)|"
     r"an?\s+(?:rough\s+)?estimate|extrapolat\w*|if\s+(?:it|this|that|you|we|they)\s+(?:is|was|were|are|mean|meant|refer)|"
-    r"assuming)\b"
+    r"(?<![a-z]\s)assuming)\b"  # "Assuming X, ..." is the answerer's; "falls back to assuming X" the subject's
 )
 # Approximations: a hedge in a negative's answer ("roughly 45 kg"), not in a positive's ("approximately 80,000" states
 # the expected value as the documents do).
@@ -125,6 +127,8 @@ _ANSWERS_ANYWAY = re.compile(
     r"so\s+(?:it|the\s+answer|that)\s+(?:is|was|would\s+be)|if\s+i\s+(?:had|have)\s+to|"
     r"^(?:still|anyway|regardless|nevertheless|nonetheless|even\s+so|all\s+the\s+same|in\s+any\s+case)\b)"
 )
+# A self-correction settles on what follows it ("... actually, the settlers outnumbered them 20 to 1").
+_SELF_CORRECTS = re.compile(r"^(?:actually|wait|on\s+second\s+thought|correction)\b")
 # Reasoning towards a value: counts where a clause beside a refusal states one and cites nothing. "Based on the
 # context" may also introduce what the context says about something else (ragpipe.verdict weighs that).
 _INFERS = re.compile(
@@ -168,7 +172,7 @@ _CITE_STRONG = re.compile(
     r"i\s+(?:can|could|did)\s+(?:find|see|locate))\b"
 )
 _CITE_WEAK = re.compile(
-    r"\b(?:only|closest|nearest|nearby|(?:is|was|are|were)\s+for\s+(?:the\s+)?(?:a\s+)?(?:different|another|other|"
+    r"\b(?:(?<!-)only(?!-)|closest|nearest|nearby|(?:is|was|are|were)\s+for\s+(?:the\s+)?(?:a\s+)?(?:different|another|other|"
     r"\w+\s+(?:quarter|year|version|release|period))|refers?\s+to|relates?\s+to|which\s+is\s+(?:for|about|from)|"
     r"given\s+(?:for|in|only)|in\s+(?:the|a)\s+(?:\w+\s+){0,2}?(?:release|version|quarter|year)|"
     r"that\s+(?:figure|number|value|date)\s+(?:is|was)|different|another|previous|prior|earlier|later|superseded|"
@@ -226,7 +230,7 @@ def _flatten(obj: object, key: str = "") -> list[str]:
 
 def unwrap(text: str) -> str:
     """An answer written as JSON (bare or in a code fence) read as what it says: the values of its fields, one
-    sentence each, metadata fields (confidence, sources, ids) left out. Anything else is returned as it is."""
+    sentence each, metadata fields (confidence, sources, ids) left out; a Markdown table without its header row."""
     import json
 
     def read(block: str) -> str | None:
@@ -250,7 +254,10 @@ def unwrap(text: str) -> str:
 
         out = re.sub(r"<(\w+)[^>]*>|</\w+>", lambda m: tag(m) if m.group(1) else ". ", out)
         out = re.sub(r"(?:\s*\.\s*){2,}", ". ", out).strip(" .") + "."
-    return out
+    return _TABLE_HEADER.sub("", out)  # a Markdown table's header row names its columns: no claim
+
+
+_TABLE_HEADER = re.compile(r"^[ \t]*\|[^\n]*\|[ \t]*\n[ \t]*\|[ \t:|-]*-[ \t:|-]*\|[ \t]*$\n?", re.M)
 
 
 def prepare(text: str) -> str:
@@ -342,7 +349,7 @@ def read_answer(answer: str, phrases: tuple[str, ...] = ()) -> list[Reading]:
     for c, joined in _parts(answer):
         refusal = refuses(c, phrases)
         hedge = hedge_leads(c)
-        anyway = _ANSWERS_ANYWAY.search(c) is not None
+        anyway = _ANSWERS_ANYWAY.search(c) is not None or (_SELF_CORRECTS.search(c) is not None and not cites(c))
         prev = out[-1] if out else None
         continues = bool(prev and prev.citation and not prev.refusal and (joined or _ANAPHOR.search(c)))
         citation = (cites(c) or continues) and not hedge and not anyway

@@ -19,6 +19,7 @@ from ragpipe.reading import (
     unsupported,
 )
 
+_SOURCES = re.compile(r"(?:sources?|references?|citations?)\b[\w ]{0,20}:")
 # Any word that denies: an answer without one cannot be declining, whatever words it uses.
 _DENIES = re.compile(
     r"\b(?:not|no|never|none|nothing|nowhere|without|neither|nor|cannot|unable|unknown|unclear|absent|silent|lack\w*|"
@@ -80,6 +81,8 @@ def read_negative(
         if r.refusal and not (r.hedge and offered):  # "possibly X, since they aren't mentioned again" offers X
             trap_cited = trap_cited or trap
             continue
+        if _SOURCES.match(r.clause):
+            continue  # "Sources consulted: passage 2 (Warsaw, 16th-17th c.)": the sources named, no claim
         if refused and r.own_knowledge and not r.citation:
             return "outside", f"{r.clause} [attributed to the answerer's own knowledge, not the retrieved text]", False
         if refused and r.generalizes and not r.citation and guesses(answer, r.clause, question):
@@ -91,6 +94,8 @@ def read_negative(
             new, total = unsupported(answer, r.clause, g)
             if new >= 3 and new >= 0.5 * total:  # a claim of its own, in words the retrieved text does not use
                 return "outside", f"{r.clause} [{new} of its {total} content words not in the retrieved text]", False
+        if refused and r.answers_anyway and (trap or _new_numbers(r.clause, question)):  # "... actually, 20 to 1"
+            return ("hedged_trap" if trap else "hedged"), r.clause, False
         if trap and rejected:
             trap_cited = True
             continue

@@ -55,7 +55,8 @@ from ragpipe.verdicts.positives import (
 )
 
 IMPL_VERSION = "5"
-# 5: a claim the retrieved text contradicts beside the value, a bound given as exact.
+# 5: a claim the retrieved text contradicts beside the value, a bound given as exact, a negative with no word of
+#    denial, another version, self-corrections, table headers and source lists, KiB/MiB, tiny decimals.
 # 4: what a value is said of (parallel clauses), identifiers grounded as written, what a count question asks for,
 #    generalizations beside a refusal. 3: grounding in the retrieved text, negation scope, needs_review.
 #    2: refusal grammar, trap cited vs taken, number words and units.

@@ -1,0 +1,61 @@
+"""Forms an answer takes that say nothing by themselves: each principle with a twin that must come out the other way
+(the sentences are made up for these tests)."""
+
+from __future__ import annotations
+
+from ragpipe.golden import GoldenTest
+from ragpipe.rag import Answer
+from ragpipe.reading import answer_matches, grounds, is_refusal, read_answer, unwrap
+from ragpipe.reading.grounding import Fact, grounded, standing
+from ragpipe.verdicts import decide
+
+
+def _verdict(kind: str, question: str, expected: str, answer: str, context: str, trap: str | None = None) -> str:
+    t = GoldenTest("t1", question, expected, kind, 1, ["a"], context, "doc.md", trap, "tag", "2026-01-01")
+    return decide(t, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), (), "tag", contexts=(context,)).verdict
+
+
+def test_assuming_is_a_hedge_when_the_answerer_assumes_not_when_the_subject_does() -> None:
+    assert not read_answer("The client falls back to assuming latin-1 for the body.")[0].hedge
+    assert read_answer("Assuming the default build, it is latin-1.")[0].hedge
+
+
+def test_an_unquoted_identifier_is_grounded_as_written() -> None:
+    g = grounds(("Set Cache::Backend::Path before the first start.",), "Which setting?")
+    assert grounded(Fact("Cache::Backend::Path", "name", 0, 20), g)  # spaCy tags it a proper noun
+    assert not grounded(Fact("Cache::Frontend::Path", "name", 0, 21), g)  # its words are there, not as written
+
+
+def test_a_decimal_with_many_zeros_is_the_same_number_in_scientific_notation() -> None:
+    assert answer_matches("0.0000001", "1e-07").matched and not answer_matches("0.000001", "1e-07").matched
+
+
+def test_contractions_without_apostrophes_still_deny() -> None:
+    assert is_refusal("the manual doesnt say which port it uses")
+    assert not is_refusal("the manual says port 8080")
+
+
+def test_from_x_and_y_is_no_range_from_x_to_y_is() -> None:
+    assert standing("The settlers came from Norway and northern Scotland.", "Norway") == "asserted"
+    assert standing("Shifts run from 6 to 14 hours.", "6") == "range"
+
+
+def test_a_table_header_names_columns_and_is_no_claim() -> None:
+    text = "| Office | City |\n|---|---|\n| Head office | Lyon |"
+    assert "Office | City" not in unwrap(text) and "Lyon" in unwrap(text)
+
+
+def test_a_self_correction_that_lands_on_the_trap_takes_it() -> None:
+    context = "The east warehouse holds 4,000 pallets."
+    question = "How many pallets does the west warehouse hold?"
+    took = "The passage doesn't give the west figure. It is not 4,000... actually, it holds 4,000 pallets."
+    assert _verdict("negative", question, "not in documents", took, context, "4,000") == "fail"
+    cited = "The passage doesn't give the west figure; it only gives 4,000 pallets for the east warehouse."
+    assert _verdict("negative", question, "not in documents", cited, context, "4,000") == "pass"
+
+
+def test_the_sources_an_answer_lists_are_no_outside_claim() -> None:
+    context = "The east warehouse holds 4,000 pallets."
+    question = "How many pallets does the west warehouse hold?"
+    answer = "The passages give no figure for the west warehouse.\n\nSources consulted: Passage 1 (Logistics FY24)."
+    assert _verdict("negative", question, "not in documents", answer, context, "4,000") == "pass"
