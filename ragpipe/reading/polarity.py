@@ -10,66 +10,14 @@ import re
 
 from ragpipe.reading.grounding import Grounds, parse
 
-_SUFFIXES = (
-    "ations",
-    "ation",
-    "ings",
-    "ing",
-    "ments",
-    "ment",
-    "ness",
-    "edly",
-    "ies",
-    "ied",
-    "ers",
-    "er",
-    "est",
-    "ed",
-    "es",
-    "ly",
-    "s",
-    "e",
-)
+# A suffix comes before its own tail ("ings" before "ing" and "s").
+_SUFFIXES = tuple("ations ation ings ing ments ment ness edly ies ied ers er est ed es ly s e".split())
 _NEGATORS = {"not", "never", "no", "n't", "cannot", "nor", "neither"}
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|\s#+\s")
 _WORD = re.compile(r"[a-z][a-z0-9']*|n't")
 _FRAMING = {"note", "remember", "say", "mention", "state", "keep", "bear", "notice", "know", "see"}
-_LIGHT_VERBS = {
-    "have",
-    "has",
-    "had",
-    "having",
-    "need",
-    "needs",
-    "make",
-    "makes",
-    "get",
-    "gets",
-    "take",
-    "takes",
-    "give",
-}
-_LIGHT = {
-    "not",
-    "note",
-    "each",
-    "other",
-    "also",
-    "the",
-    "and",
-    "for",
-    "with",
-    "that",
-    "this",
-    "will",
-    "are",
-    "was",
-    "were",
-    "has",
-    "have",
-    "can",
-    "its",
-}
+_LIGHT_VERBS = set("have has had having need needs make makes get gets take takes give".split())
+_LIGHT = set("not note each other also the and for with that this will are was were has have can its".split())
 
 
 def stem(word: str) -> str:
