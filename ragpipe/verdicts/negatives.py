@@ -23,7 +23,7 @@ _SOURCES = re.compile(r"(?:sources?|references?|citations?)\b[\w ]{0,20}:")
 # Any word that denies: an answer without one cannot be declining, whatever words it uses.
 _DENIES = re.compile(
     r"\b(?:not|no|never|none|nothing|nowhere|without|neither|nor|cannot|unable|unknown|unclear|absent|silent|lack\w*|"
-    r"miss\w*|doesn't|don't|isn't|aren't|wasn't|weren't|can't|couldn't|won't|didn't|hasn't|haven't)\b|n't\b"
+    r"miss\w*|(?:do|does|did|is|are|was|were|has|have|had|ca|wo|could|would|should)n'?t)\b|n't\b"
 )
 
 
