@@ -1,5 +1,5 @@
 """Shared by every stage: the errors users meet and the exit codes, text normalization, the words tables and reports
-share (verdicts, stamp statuses), the machine's CPUs, and the lazy exports each package's namespace is made of."""
+share (verdicts, stamp statuses), the machine's CPUs, how long to wait before calling a server again, and the lazy exports each package's namespace is made of."""
 
 from ragpipe.core.exports import lazy_exports
 
@@ -15,6 +15,7 @@ _EXPORTS = {
         "NEEDS_ATTENTION",
     ],
     "machine": ["usable_cpus", "available_memory_mb"],
+    "retries": ["retry_after", "backoff_s"],
     "exports": ["lazy_exports"],
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -14,14 +14,13 @@ import functools
 import hashlib
 import json
 import os
-import random
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ragpipe.core import RagpipeError
+from ragpipe.core import RagpipeError, backoff_s, retry_after
 from ragpipe.settings import EmbedderSettings
 
 if TYPE_CHECKING:
@@ -59,13 +58,6 @@ def _requests(texts: list[str], max_inputs: int) -> list[list[int]]:
     return [r for r in out if r]
 
 
-def _retry_after(value: str | None) -> float | None:
-    try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
-        return None
-
-
 def post_embeddings(cfg: EmbedderSettings, inputs: list[str]) -> list[list[float]]:
     """One POST {base_url}/embeddings; the vectors in input order. Raises EmbeddingsApiError after the last attempt
     (at once for 4xx other than 429, and for a reply of the wrong shape)."""
@@ -88,7 +80,7 @@ def post_embeddings(cfg: EmbedderSettings, inputs: list[str]) -> list[list[float
                 raise ValueError(f"{len(rows)} vectors for {len(inputs)} inputs")
             return [[float(x) for x in r["embedding"]] for r in rows]
         except urllib.error.HTTPError as exc:
-            wait = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
+            wait = retry_after(exc.headers.get("Retry-After") if exc.headers else None)
             exc.close()
             last = f"HTTP {exc.code} from {url}"
             if exc.code in (401, 403):
@@ -101,23 +93,22 @@ def post_embeddings(cfg: EmbedderSettings, inputs: list[str]) -> list[list[float
             raise EmbeddingsApiError(f"malformed reply from {url}: {type(exc).__name__}: {exc}") from exc
         if attempt == cfg.max_retries:
             break
-        time.sleep(min(60.0, wait) if wait is not None else min(8.0, 0.25 * 2**attempt) * (0.5 + random.random()))
+        time.sleep(backoff_s(attempt, wait))
     raise EmbeddingsApiError(f"{last} after {attempt + 1} attempt(s)")
 
 
 @functools.lru_cache(maxsize=16)
-def _fingerprint(name: str, base_url: str, key_env: str, timeout_s: float, retries: int) -> tuple[str, int]:
-    """(hash of the probe vectors rounded to 2 decimals, dimensions): what the model does, not what it is called."""
-    cfg = EmbedderSettings(name=name, base_url=base_url, api_key_env=key_env, timeout_s=timeout_s, max_retries=retries)
+def _fingerprint(cfg: EmbedderSettings) -> tuple[str, int]:
+    """(hash of the probe vectors rounded to 2 decimals, dimensions): what the model does, not what it is called.
+    Asked once per process and settings."""
     vectors = post_embeddings(cfg, list(PROBES))
     rounded = [[round(x / (sum(v * v for v in vec) ** 0.5 or 1.0), 2) + 0.0 for x in vec] for vec in vectors]
     return hashlib.sha256(json.dumps(rounded).encode()).hexdigest()[:8], len(vectors[0])
 
 
 def api_tag(cfg: EmbedderSettings) -> str:
-    """'openai:text-embedding-3-small-<fingerprint>' (asks the endpoint once per process)."""
-    fp, _ = _fingerprint(cfg.name, cfg.base_url, cfg.api_key_env, cfg.timeout_s, cfg.max_retries)
-    return f"{cfg.name}-{fp}"
+    """'openai:text-embedding-3-small-<fingerprint>'."""
+    return f"{cfg.name}-{_fingerprint(cfg)[0]}"
 
 
 @dataclass
@@ -130,9 +121,7 @@ class ApiEmbedder:
     def __post_init__(self) -> None:
         self.name = self.cfg.name
         self.tag = api_tag(self.cfg)
-        self.dims = _fingerprint(
-            self.cfg.name, self.cfg.base_url, self.cfg.api_key_env, self.cfg.timeout_s, self.cfg.max_retries
-        )[1]
+        self.dims = _fingerprint(self.cfg)[1]
 
     def encode(self, texts: list[str], progress: Any = None) -> np.ndarray:
         import numpy as np

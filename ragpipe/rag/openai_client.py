@@ -6,13 +6,13 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import random
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from ragpipe.core import backoff_s
 from ragpipe.settings import OpenAISettings
 
 
@@ -71,5 +71,5 @@ def chat(cfg: OpenAISettings, messages: list[dict[str, str]], max_tokens: int | 
             last = f"malformed response from {cfg.base_url}: {type(exc).__name__}: {exc}"
         if not retry or attempt == cfg.max_retries:
             break
-        time.sleep(min(8.0, 0.25 * 2**attempt) * (0.5 + random.random()))
+        time.sleep(backoff_s(attempt))
     raise ChatError(f"{last} after {attempt + 1} attempt(s)")

@@ -7,13 +7,11 @@ Secrets for headers come from the environment variables [subject.header_env] nam
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import importlib
 import inspect
 import json
 import os
-import random
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -21,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragpipe.core import RagpipeError
+from ragpipe.core import RagpipeError, backoff_s, retry_after
 from ragpipe.settings import SubjectSettings
 
 IDENTITY_FIELDS = ("embedder", "model", "version")
@@ -94,18 +92,6 @@ def _body(template: str, question: str, question_id: str) -> bytes:
     return filled.encode("utf-8")
 
 
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    if value.strip().isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
 class HttpSubject:
     """POST one JSON request per test; retries 429, 5xx, timeouts and broken connections with exponential backoff
     and jitter, waiting what `Retry-After` asks (at most 60 s)."""
@@ -134,7 +120,7 @@ class HttpSubject:
                 resp = self._client.request(method, url, content=body)
                 if resp.status_code == 429 or resp.status_code >= 500:
                     last = f"HTTP {resp.status_code} from {url}"
-                    wait = _retry_after(resp.headers.get("retry-after"))
+                    wait = retry_after(resp.headers.get("retry-after"))
                 elif resp.status_code >= 400:
                     hint = (
                         " (check the header values in [subject.header_env])" if resp.status_code in (401, 403) else ""
@@ -151,7 +137,7 @@ class HttpSubject:
                 last = f"cannot reach {url}: {exc}"
             if attempt == self.cfg.max_retries:
                 break
-            time.sleep(min(60.0, wait) if wait is not None else min(8.0, 0.25 * 2**attempt) * (0.5 + random.random()))
+            time.sleep(backoff_s(attempt, wait))
         raise SubjectError(f"{last} after {attempt + 1} attempt(s)")
 
     def ask(self, question: str, question_id: str) -> Reply:

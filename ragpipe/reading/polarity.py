@@ -6,6 +6,7 @@ backwards-compatible". A value may be right while the claim made with it is not.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ragpipe.reading.grounding import Grounds, parse
@@ -27,6 +28,16 @@ def stem(word: str) -> str:
         if w.endswith(suffix) and len(w) - len(suffix) >= 3:
             return w[: -len(suffix)][:5]
     return (w[:-1] if w.endswith("ed") else w)[:5]  # "used" -> "use"
+
+
+@functools.lru_cache(maxsize=64)
+def _sentences(text: str) -> tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]:
+    """The retrieved text's sentences with their words and the words' stems, read once for every clause."""
+    out = []
+    for sentence in _SENTENCE.split(text):
+        tokens = tuple(_WORD.findall(sentence))
+        out.append((sentence, tokens, tuple(stem(w) for w in tokens)))
+    return tuple(out)
 
 
 def _negator(word: str) -> bool:
@@ -57,15 +68,14 @@ def opposed(clause: str, g: Grounds, known: str = "") -> str | None:
     `known` (the expected answer) do not count as shared."""
     if not g.known:
         return None
-    sentences = [(s, _WORD.findall(s)) for s in _SENTENCE.split(g.text)]
     base = {stem(w) for w in _WORD.findall(clause.lower()) if len(w) > 2}
     base -= {stem(w) for w in _WORD.findall(known.lower())} | _LIGHT
     for pred, negated in predicates(clause):
         target, mine = stem(pred), base - {stem(pred)}
         said = set()  # the polarities the retrieved text gives the predicate where it says what the clause says
-        for sentence, tokens in sentences:
-            at = [i for i, w in enumerate(tokens) if stem(w) == target]
-            if at and len(mine & {stem(w) for w in tokens}) >= 2:
+        for sentence, tokens, stems in _sentences(g.text):
+            at = [i for i, w in enumerate(tokens) if stems[i] == target]
+            if at and len(mine & set(stems)) >= 2:
                 said |= {(any(_negator(w) for w in tokens[max(0, i - 3) : i]), sentence) for i in at}
         if said and all(polarity != negated for polarity, _ in said):  # never with the clause's polarity
             return min(said, key=lambda p: len(p[1]))[1]
