@@ -24,6 +24,12 @@ CHECK_DESCRIPTION = (
     "corpus or golden set change until the run that follows has reached this asset."
 )
 CURRENT = "current: every input up to the corpus is as it was when this was materialized"
+IN_FLIGHT = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+]
 
 
 def checked_keys(graph: BaseAssetGraph) -> list[dg.AssetKey]:
@@ -45,12 +51,24 @@ def _upstream_problems(graph: BaseAssetGraph, states: dict[str, AssetState], key
             yield f"the latest attempt at {s.key} failed: {s.failure}"
 
 
+def _corpus_run_pending(instance: dg.DagsterInstance) -> str | None:
+    """The corpus sensor saw the files change and its run has not synced them yet: nothing below is current."""
+    runs = instance.get_runs(filters=dg.RunsFilter(tags={"ragpipe/trigger": "corpus"}, statuses=IN_FLIGHT), limit=1)
+    manifest = runs[0].tags.get("ragpipe/corpus_manifest") if runs else None
+    latest = instance.get_latest_materialization_event(dg.AssetKey("corpus"))
+    synced = (latest.asset_materialization.tags or {}).get("dagster/data_version") if latest else None
+    if manifest is None or manifest == synced:
+        return None
+    return f"corpus: files changed on disk; run {runs[0].run_id[:8]} is ingesting them"
+
+
 def evaluate_currency(graph: BaseAssetGraph, instance: dg.DagsterInstance) -> dict[dg.AssetKey, tuple[bool, str]]:
     """(passed, description) of `inputs_current` for every checked asset."""
     states = {s.key: s for s in asset_states(graph, instance)}
+    pending = _corpus_run_pending(instance)
     out: dict[dg.AssetKey, tuple[bool, str]] = {}
     for key in checked_keys(graph):
-        problems = list(dict.fromkeys(_upstream_problems(graph, states, key)))
+        problems = list(dict.fromkeys([*([pending] if pending else []), *_upstream_problems(graph, states, key)]))
         out[key] = (
             not problems,
             "NOT CURRENT (changed upstream since this was materialized): " + " | ".join(problems)

@@ -9,6 +9,7 @@ import dagster as dg
 
 from assets.automation import RAGPIPE_CONDITION
 from assets.ingest import GROUP, data_version
+from assets.inputs import recorded_inputs
 from assets.resources import RagpipeResource
 from ragpipe import embed
 from ragpipe.core import usable_cpus
@@ -17,7 +18,12 @@ from ragpipe.versions import code_version
 
 
 def _embeddings_output(s: Settings, con: Any, stats: dict[str, Any]) -> tuple[dict[str, Any], dg.DataVersion]:
-    metadata = {**stats, "dagster/row_count": stats["vectors"], "lancedb_uri": dg.MetadataValue.path(s.lancedb_uri)}
+    metadata = {
+        **stats,
+        "dagster/row_count": stats["vectors"],
+        "lancedb_uri": dg.MetadataValue.path(s.lancedb_uri),
+        **recorded_inputs(s, "embedder"),
+    }
     version = data_version(
         con,
         "SELECT embedder_tag, chunk_id FROM embeddings WHERE embedder_tag = ? ORDER BY chunk_id",
@@ -40,6 +46,7 @@ def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.Asse
         group_name=GROUP,
         kinds={"lancedb", "pytorch"},
         code_version=code_version(settings, "embedder"),
+        metadata=recorded_inputs(settings, "embedder"),
         automation_condition=RAGPIPE_CONDITION,
         description=f"Vectors from the '{settings.embedder.name}' embedder in a LanceDB table per embedder tag. "
         "Cached by (embedder tag, content hash): unchanged chunks are never re-embedded.",

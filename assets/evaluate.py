@@ -7,7 +7,9 @@ from typing import Any, Iterator
 import dagster as dg
 
 from assets.automation import RAGPIPE_CONDITION, RETRY_POLICY
+from assets.inputs import recorded_inputs
 from assets.resources import RagpipeResource
+from assets.tables import named, table_of_tests
 from ragpipe import evaluate
 from ragpipe.core import INPUT_ERRORS, REWRITES_FILE, VERDICTS
 from ragpipe.reports import changes_table, load_summary, render_markdown
@@ -67,14 +69,6 @@ def _recorded(context: dg.AssetExecutionContext, con: Any) -> Iterator[None]:
         raise
 
 
-def _table(rows: list[tuple[Any, ...]], header: tuple[str, ...]) -> str:
-    if not rows:
-        return "(none)"
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c).replace("|", "/") for c in r) + " |" for r in rows]
-    return "\n".join(lines)
-
-
 def _golden_set(settings: Settings) -> dg.AssetsDefinition:
     """The golden set file, validated and recorded; its code version hashes the file too."""
 
@@ -84,6 +78,7 @@ def _golden_set(settings: Settings) -> dg.AssetsDefinition:
         group_name=GROUP,
         kinds={"duckdb", "json"},
         code_version=f"{code_version(settings, 'golden')}-{_golden_file_hash(settings)}",
+        metadata=recorded_inputs(settings, "golden", tests=True),
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
         retry_policy=RETRY_POLICY,
@@ -103,6 +98,7 @@ def _golden_set(settings: Settings) -> dg.AssetsDefinition:
                 "path": dg.MetadataValue.path(stats["path"]),
                 "corpus_drift": len(drifted),
                 "drifted_tests": dg.MetadataValue.md("\n".join(f"- {d}" for d in drifted) or "(none)"),
+                **recorded_inputs(s, "golden", tests=True),
             },
             data_version=dg.DataVersion(stats["sha256"][:16]),
         )
@@ -119,6 +115,7 @@ def _stamps(settings: Settings, golden_set: dg.AssetsDefinition, severity: Any) 
         group_name=GROUP,
         kinds={"duckdb"},
         code_version=code_version(settings, "golden"),
+        metadata=recorded_inputs(settings, "golden"),
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
         retry_policy=RETRY_POLICY,
@@ -139,17 +136,16 @@ def _stamps(settings: Settings, golden_set: dg.AssetsDefinition, severity: Any) 
                     check_name="anchors_found",
                     passed=not missing,
                     severity=severity,
-                    description=("; ".join(f"{q}: {r}" for q, r in missing)[:1000] or None),
-                    metadata={"missing": len(missing), "tests": dg.MetadataValue.md(_table(missing, ("test", "why")))},
+                    description=named("missing", [f"{q} ({r})" for q, r in missing], limit=5),
+                    metadata={"missing": len(missing), "tests": table_of_tests(missing, ("test", "why"))},
                 )
             ],
             metadata={
                 **stats,
-                "stamp_changes": dg.MetadataValue.md(
-                    _table(
-                        [(c["question_id"], c["anchor"], c["status"], c["reason"]) for c in changes],
-                        ("test", "anchor", "status", "detail"),
-                    )
+                **recorded_inputs(s, "golden"),
+                "stamp_changes": table_of_tests(
+                    [(c["question_id"], c["anchor"], c["status"], c["reason"]) for c in changes],
+                    ("test", "anchor", "status", "detail"),
                 ),
             },
         )
@@ -166,6 +162,7 @@ def _retrievals(settings: Settings, stamps: dg.AssetsDefinition) -> dg.AssetsDef
         group_name=GROUP,
         kinds={"lancedb", "duckdb"},
         code_version=code_version(settings, "retriever"),
+        metadata=recorded_inputs(settings, "retriever"),
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
         retry_policy=RETRY_POLICY,
@@ -179,7 +176,7 @@ def _retrievals(settings: Settings, stamps: dg.AssetsDefinition) -> dg.AssetsDef
                 stats = evaluate.retrieve_stage(
                     s, con, context.run.run_id, trigger=_trigger(context), log=context.log.info
                 )
-        return dg.MaterializeResult(metadata=stats)
+        return dg.MaterializeResult(metadata={**stats, **recorded_inputs(s, "retriever")})
 
     return retrievals
 
@@ -193,6 +190,7 @@ def _answers(settings: Settings, retrievals: dg.AssetsDefinition) -> dg.AssetsDe
         group_name=GROUP,
         kinds={"duckdb"},
         code_version=code_version(settings, "answerer"),
+        metadata=recorded_inputs(settings, "answerer"),
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
         retry_policy=RETRY_POLICY,
@@ -205,7 +203,7 @@ def _answers(settings: Settings, retrievals: dg.AssetsDefinition) -> dg.AssetsDe
                 stats = evaluate.answer_stage(
                     s, con, context.run.run_id, log=context.log.info, trigger=_trigger(context)
                 )
-        return dg.MaterializeResult(metadata=stats)
+        return dg.MaterializeResult(metadata={**stats, **recorded_inputs(s, "answerer")})
 
     return answers
 
@@ -225,18 +223,11 @@ def _gate(blocking: list[Any]) -> str:
     )
 
 
-def _named(label: str, ids: list[str]) -> str | None:
-    """'fail: neg_01, pos_03, ... (+12 more)': the tests a failing check is about, by name."""
-    if not ids:
-        return None
-    return f"{label}: {', '.join(ids[:20])}" + (f" (+{len(ids) - 20} more)" if len(ids) > 20 else "")
-
-
 def _verdict_checks(
     stats: dict[str, Any], stale: list[str], severity: Any, by: dict[str, list[str]]
 ) -> list[dg.AssetCheckResult]:
     """The four checks on verdicts (CHECKS), from the verdicts stage's counts; a failing one names its tests."""
-    blocking = [_named(k, by[k]) for k in ("fail", "needs_review", "error")]
+    blocking = [named(k, by[k]) for k in ("fail", "needs_review", "error")]
     return [
         dg.AssetCheckResult(
             check_name="no_failures",
@@ -249,21 +240,21 @@ def _verdict_checks(
             check_name="every_test_ran",
             passed=stats["did_not_run"] == 0,
             severity=severity,
-            description=_named("did not run", by["did_not_run"]),
+            description=named("did not run", by["did_not_run"]),
             metadata={"did_not_run": stats["did_not_run"]},
         ),
         dg.AssetCheckResult(
             check_name="verified_under_current_embedder",
             passed=stats["unverified"] == 0,
             severity=severity,
-            description=_named("unverified", by["unverified"]),
+            description=named("unverified", by["unverified"]),
             metadata={"unverified": stats["unverified"]},
         ),
         dg.AssetCheckResult(
             check_name="golden_stamps_current",
             passed=not stale,
             severity=severity,
-            description=_named("stale stamps (ragpipe golden restamp --write)", stale),
+            description=named("stale stamps (ragpipe golden restamp --write)", stale),
             metadata={"stale_stamps": len(stale)},
         ),
     ]
@@ -278,6 +269,7 @@ def _verdicts(settings: Settings, answers: dg.AssetsDefinition, severity: Any) -
         group_name=GROUP,
         kinds={"duckdb"},
         code_version=code_version(settings, "verdict"),
+        metadata=recorded_inputs(settings, "verdict"),
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
         retry_policy=RETRY_POLICY,
@@ -320,17 +312,18 @@ def _verdicts(settings: Settings, answers: dg.AssetsDefinition, severity: Any) -
             metadata={
                 **stats,
                 "gate": gate,
-                "failing_tests": dg.MetadataValue.md(_table(failing, ("test", "verdict", "reason"))),
+                "failing_tests": table_of_tests(failing, ("test", "verdict", "reason")),
+                "did_not_run_tests": table_of_tests(dnr, ("test", "reason")),
+                "needs_review_tests": table_of_tests(review, ("test", "why unsure", "answer")),
+                "unverified_tests": table_of_tests(unv, ("test", "validated under")),
                 "summary": dg.MetadataValue.md(render_markdown(summary, s.gate.block)),
-                "did_not_run_tests": dg.MetadataValue.md(_table(dnr, ("test", "reason"))),
-                "needs_review_tests": dg.MetadataValue.md(_table(review, ("test", "why unsure", "answer"))),
-                "unverified_tests": dg.MetadataValue.md(_table(unv, ("test", "validated under"))),
                 "changed_since_last_run": dg.MetadataValue.md(
                     "\n".join(changes_table(summary.changes)) if summary.changes else "(none)"
                 ),
                 "changed": len(summary.changes),
                 "chunker_tag": summary.chunker_tag,
                 "embedder_tag": summary.embedder_tag,
+                **recorded_inputs(s, "verdict"),
             },
             check_results=checks,
         )

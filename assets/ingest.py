@@ -8,6 +8,7 @@ from typing import Any
 import dagster as dg
 
 from assets.automation import RAGPIPE_CONDITION
+from assets.inputs import CHANGE, recorded_inputs
 from assets.resources import RagpipeResource
 from ragpipe import ingest
 from ragpipe.settings import Settings
@@ -46,6 +47,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         group_name=GROUP,
         kinds={"duckdb", "filesystem"},
         code_version=code_version(settings, "corpus"),
+        metadata=recorded_inputs(settings, "corpus"),
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
         description="Files under the corpus directory with their SHA-256 (symlinks leaving it are not followed).",
@@ -61,6 +63,8 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                     "bytes": stats["bytes"],
                     "skipped_files": stats["problems"],
                     "skipped": dg.MetadataValue.md(_errors_md(con, "corpus")),
+                    CHANGE: stats["change"] or "nothing",
+                    **recorded_inputs(s, "corpus"),
                 },
                 data_version=dg.DataVersion(stats["manifest_sha256"][:16]),
             )
@@ -73,6 +77,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         group_name=GROUP,
         kinds={"duckdb", "unstructured"},
         code_version=code_version(settings, "chunker"),
+        metadata=recorded_inputs(settings, "chunker"),
         pool="duckdb",
         automation_condition=RAGPIPE_CONDITION,
         description=f"Chunks under the '{settings.chunker.strategy}' chunker with deterministic, content-addressed ids "
@@ -83,7 +88,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         with ragpipe.warehouse() as con:
             stats = ingest.chunk_documents(s, con, context.run.run_id, log=context.log.info)
             return dg.MaterializeResult(
-                metadata={**stats, "dagster/row_count": stats["chunks"]},
+                metadata={**stats, "dagster/row_count": stats["chunks"], **recorded_inputs(s, "chunker")},
                 data_version=data_version(
                     con, "SELECT chunk_id FROM chunks WHERE chunker_tag = ? ORDER BY chunk_id", [s.chunker_tag]
                 ),
@@ -92,8 +97,13 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     return [corpus, documents, chunks]
 
 
-def _documents_output(con: Any, stats: dict[str, Any]) -> tuple[dict[str, Any], dg.DataVersion]:
-    metadata = {**stats, "dagster/row_count": stats["documents"], "errors": dg.MetadataValue.md(_errors_md(con))}
+def _documents_output(s: Settings, con: Any, stats: dict[str, Any]) -> tuple[dict[str, Any], dg.DataVersion]:
+    metadata = {
+        **stats,
+        "dagster/row_count": stats["documents"],
+        "errors": dg.MetadataValue.md(_errors_md(con)),
+        **recorded_inputs(s, "parser"),
+    }
     return metadata, data_version(con, "SELECT doc_id, sha256, parser_tag FROM documents ORDER BY doc_id")
 
 
@@ -104,6 +114,7 @@ def build_documents(settings: Settings, corpus: dg.AssetsDefinition) -> dg.Asset
         group_name=GROUP,
         kinds={"duckdb", "unstructured"},
         code_version=code_version(settings, "parser"),
+        metadata=recorded_inputs(settings, "parser"),
         automation_condition=RAGPIPE_CONDITION,
         description="Each file partitioned with unstructured (titles, element types, pages). Bad files become "
         "ingest_errors rows and are skipped; only new or changed files are parsed.",
@@ -114,8 +125,9 @@ def build_documents(settings: Settings, corpus: dg.AssetsDefinition) -> dg.Asset
         @dg.asset(deps=[corpus], pool="duckdb", **common)
         def documents(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
             with ragpipe.warehouse() as con:
-                stats = ingest.parse_documents(ragpipe.settings(), con, context.run.run_id, log=context.log.info)
-                metadata, version = _documents_output(con, stats)
+                s = ragpipe.settings()
+                stats = ingest.parse_documents(s, con, context.run.run_id, log=context.log.info)
+                metadata, version = _documents_output(s, con, stats)
             return dg.MaterializeResult(metadata=metadata, data_version=version)
 
         return documents
@@ -145,10 +157,9 @@ def build_documents(settings: Settings, corpus: dg.AssetsDefinition) -> dg.Asset
     def parse_merge(context: dg.OpExecutionContext, ragpipe: RagpipeResource, stages: list[str]) -> dg.Output:
         """Every shard's results into DuckDB in path order (the same rows whatever the shard count or order)."""
         with ragpipe.warehouse() as con:
-            stats = ingest.merge_parse_shards(
-                ragpipe.settings(), con, context.run.run_id, Path(stages[0]), shards, log=context.log.info
-            )
-            metadata, version = _documents_output(con, stats)
+            s = ragpipe.settings()
+            stats = ingest.merge_parse_shards(s, con, context.run.run_id, Path(stages[0]), shards, log=context.log.info)
+            metadata, version = _documents_output(s, con, stats)
         return dg.Output(None, metadata=metadata, data_version=version)
 
     @dg.graph_asset(ins={"corpus": dg.AssetIn(key=corpus.key, dagster_type=dg.Nothing)}, **common)

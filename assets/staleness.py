@@ -11,6 +11,8 @@ from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGra
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._core.loader import LoadingContext
 
+from assets.causes import explain
+
 
 class _Loading(LoadingContext):
     def __init__(self, instance: dg.DagsterInstance):
@@ -88,7 +90,7 @@ def asset_states(graph: BaseAssetGraph, instance: dg.DagsterInstance) -> list[As
         if key in skip:
             continue
         status = resolver.get_status(key)
-        causes = tuple(f"{c.key.asset_key.to_user_string()}: {c.reason}" for c in resolver.get_stale_causes(key))
+        causes = tuple(dict.fromkeys(explain(graph, instance, c) for c in resolver.get_stale_causes(key)))
         own = {StaleStatus.MISSING: "missing", StaleStatus.STALE: "stale"}.get(status, "fresh")
         parents = [states[p] for p in graph.get(key).parent_keys if p in states]
         upstream = [p.key for p in parents if p.status != "fresh"]

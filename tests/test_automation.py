@@ -42,7 +42,9 @@ def test_automation_tick_by_tick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert requested == set()
     # what `ragpipe status` shows: the whole chain, not only the first asset
     states = {s.key: s for s in asset_states(build_definitions(str(p.settings_file)).resolve_asset_graph(), p.instance)}
-    assert states["chunks"].status == "stale" and any("code version" in c for c in states["chunks"].causes)
+    assert states["chunks"].status == "stale" and any(
+        "[chunker].max_characters 800 -> 500" in c for c in states["chunks"].causes
+    )
     assert {k for k, s in states.items() if s.status != "fresh"} == DOWNSTREAM_OF_CHUNKS
 
     # the requested run fails: it is not requested again tick after tick (a failure that recurs would launch a run
@@ -247,6 +249,51 @@ def _currency_tick(p: Project) -> tuple[set[str], dict[str, tuple[bool, str]]]:
     return reported, results
 
 
+def test_inputs_current_names_each_kind_of_change_in_the_users_words(tmp_path: Path) -> None:
+    """Settings, golden file and corpus changes each named as what changed, not as 'has a new code version'; current
+    again exactly when the inputs are back to what was materialized."""
+    p = make_project(tmp_path / "why")
+    p.materialize()
+
+    # the corpus sensor saw the files change and its run started: nothing below the corpus is current until it syncs
+    from dagster._core.storage.dagster_run import DagsterRun
+
+    tags = {"ragpipe/trigger": "corpus", "ragpipe/corpus_manifest": "0" * 16}
+    queued = DagsterRun(job_name="corpus_change", run_id="feedc0de" * 4, status=dg.DagsterRunStatus.STARTED, tags=tags)
+    p.instance.add_run(queued)
+    results = _currency_tick(p)[1]
+    assert all(
+        not ok and "corpus: files changed on disk; run feedc0de is ingesting" in why for ok, why in results.values()
+    )
+    p.instance.delete_run(queued.run_id)
+    assert all(passed for passed, _ in _currency_tick(p)[1].values())
+
+    p.configure(embedder="minilm-static", k=8)
+    why = _currency_tick(p)[1]["verdicts"][1]
+    assert "embeddings: settings [embedder].name minilm -> minilm-static" in why, why
+    assert "retrievals: settings [retriever].k 5 -> 8" in why, why
+    assert "code version" not in why and "chunker" not in why, why
+    p.configure()  # back to what was materialized: current again, with no run
+    assert all(passed for passed, _ in _currency_tick(p)[1].values())
+
+    lines = p.golden.read_text().splitlines()
+    import json
+
+    first = json.loads(lines[0])
+    first["question"] += " Answer briefly."
+    p.golden.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    results = _currency_tick(p)[1]
+    assert f"golden_set: golden file: {first['question_id']} edited" in results["verdicts"][1], results["verdicts"]
+    assert results["chunks"][0]  # the golden set is not upstream of the chunks
+
+    (p.corpus / "policies" / "pto-policy.html").unlink()
+    assert p.materialize(["corpus", "golden_set"]).success  # what a corpus run does first (and the edit taken)
+    results = _currency_tick(p)[1]
+    why = results["chunks"][1]
+    assert "documents: corpus: policies/pto-policy.html deleted (corpus re-materialized at " in why, results
+    assert "golden file" not in results["verdicts"][1]
+
+
 def test_staleness_down_the_chain_as_a_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A settings change shows on every asset below it at once (inputs_current fails), not only on the first."""
     p = make_project(tmp_path / "cur")
@@ -260,7 +307,9 @@ def test_staleness_down_the_chain_as_a_check(tmp_path: Path, monkeypatch: pytest
     assert reported == DOWNSTREAM_OF_CHUNKS
     assert results["documents"][0] and results["golden_set"][0]
     passed, why = results["verdicts"]
-    assert not passed and why.startswith("NOT CURRENT") and "chunks" in why and "code version" in why
+    # the cause in the user's words, from the settings the definition and the materialization each record
+    assert not passed and why.startswith("NOT CURRENT") and "chunks: settings [chunker].max_characters " in why
+    assert why.split("[chunker].max_characters ", 1)[1].split(" | ")[0].endswith(" -> 500"), why
     assert _currency_tick(p)[0] == set()  # reported once, not every tick
 
     # the run fails at chunks: still not current, and the reason says so on every asset below it

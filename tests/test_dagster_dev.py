@@ -261,7 +261,8 @@ RUN_ERRORS = """query($id: ID!) { runOrError(runId: $id) { ... on Run { eventCon
 
 VERDICTS = """{ assetOrError(assetKey: {path: ["verdicts"]}) { __typename ... on Asset {
   assetMaterializations(limit: 10) { runId metadataEntries { __typename label
-    ... on MarkdownMetadataEntry { mdStr } ... on IntMetadataEntry { intValue } ... on TextMetadataEntry { text } } } } } }"""
+    ... on MarkdownMetadataEntry { mdStr } ... on IntMetadataEntry { intValue } ... on TextMetadataEntry { text }
+    ... on TableMetadataEntry { table { records schema { columns { name } } } } } } } } }"""
 
 CHECK_EXECUTIONS = """query($name: String!) { assetCheckExecutions(assetKey: {path: ["verdicts"]}, checkName: $name,
   limit: 10) { runId status evaluation { success checkName } } }"""
@@ -412,6 +413,12 @@ def test_dagster_dev_over_graphql(tmp_path: Path) -> None:
             assert entries[label]["__typename"] == "IntMetadataEntry", entries[label]
             counts[label] = entries[label]["intValue"]
         assert sum(counts.values()) == n_tests == entries["tests"]["intValue"], (counts, n_tests)
+        # the tests a reader is looking for are inline tables (the UI hides a long Markdown value behind a link)
+        for label in ("failing_tests", "did_not_run_tests", "needs_review_tests", "unverified_tests"):
+            assert entries[label]["__typename"] == "TableMetadataEntry", entries[label]
+        dnr_rows = [json.loads(r) for r in entries["did_not_run_tests"]["table"]["records"]]
+        assert len(dnr_rows) == min(counts["did_not_run"], 25) + (counts["did_not_run"] > 25)
+        assert all(r["test"] and r["reason"] for r in dnr_rows[:25]), dnr_rows
 
         # every check on verdicts was evaluated by our run (passed or not, it ran: no execution failure)
         by_check = {}

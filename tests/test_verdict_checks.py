@@ -5,6 +5,7 @@ from __future__ import annotations
 import dagster as dg
 
 from assets.evaluate import _verdict_checks
+from assets.tables import table_of_tests
 
 
 def test_a_failing_check_names_its_tests_and_a_passing_one_names_none() -> None:
@@ -18,8 +19,24 @@ def test_a_failing_check_names_its_tests_and_a_passing_one_names_none() -> None:
     }
     checks = {c.check_name: c for c in _verdict_checks(stats, ["neg_02"], dg.AssetCheckSeverity.WARN, by)}
     assert not checks["no_failures"].passed
-    assert checks["no_failures"].description == "fail: neg_03, pos_07; needs_review: pos_11"
+    assert checks["no_failures"].description == "fail (2): neg_03, pos_07; needs_review (1): pos_11"
     assert checks["every_test_ran"].passed and checks["every_test_ran"].description is None
     assert checks["verified_under_current_embedder"].description.endswith("t19 (+5 more)")
     assert "neg_02" in checks["golden_stamps_current"].description
     assert checks["golden_stamps_current"].metadata["stale_stamps"].value == 1
+
+
+def test_a_list_of_tests_is_an_inline_table_of_its_first_rows_and_says_how_many_more() -> None:
+    rows = [(f"t{i:02d}", "did_not_run", f"trap chunk\nnot retrieved | rank {i}") for i in range(30)]
+    table = table_of_tests(rows, ("test", "verdict", "reason"), limit=25)
+    assert isinstance(table, dg.TableMetadataValue)  # drawn inline by the UI, unlike a long Markdown value
+    assert [c.name for c in table.schema.columns] == ["test", "verdict", "reason"]
+    records = [r.data for r in table.records]
+    assert len(records) == 26 and records[0] == {
+        "test": "t00",
+        "verdict": "did_not_run",
+        "reason": "trap chunk not retrieved | rank 0",
+    }
+    assert records[-1]["test"].startswith("... and 5 more")
+    assert len(table_of_tests(rows[:3], ("test", "verdict", "reason")).records) == 3
+    assert table_of_tests([], ("test", "why")).records == []

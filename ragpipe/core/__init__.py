@@ -1,5 +1,5 @@
 """Shared by every stage: the errors users meet and the exit codes, text normalization, the words tables and reports
-share (verdicts, stamp statuses), the machine's CPUs, how long to wait before calling a server again, and the lazy exports each package's namespace is made of."""
+share (verdicts, stamp statuses), the machine's CPUs, how long to wait before calling a server again, what changed between two recorded states, and the lazy exports each package's namespace is made of."""
 
 from ragpipe.core.exports import lazy_exports
 
@@ -16,6 +16,7 @@ _EXPORTS = {
     ],
     "machine": ["usable_cpus", "available_memory_mb"],
     "retries": ["retry_after", "backoff_s"],
+    "diffs": ["settings_diff", "keyed_diff"],
     "exports": ["lazy_exports"],
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

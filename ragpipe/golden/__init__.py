@@ -19,6 +19,7 @@ _EXPORTS = {
         "rewrite_fields",
         "write_atomic",
     ],
+    "lines": ["hashes_by_test"],
     "quotes": ["quote_form", "plain_form", "html_form", "quote_forms", "closest_passage"],
     "restamp": ["IMPL_VERSION as GOLDEN_VERSION", "ChunkSpan", "Stamp", "Restamper", "id_value"],
 }

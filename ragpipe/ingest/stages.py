@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable
 
 import duckdb
 
+from ragpipe.core import keyed_diff
 from ragpipe.ingest.chunk import Chunk, chunk_document
 from ragpipe.ingest.corpus import scan_corpus
 from ragpipe.ingest.parse import (
@@ -43,6 +44,7 @@ def sync_corpus(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str,
     """Record the corpus as it is now (paths and content hashes) and the files that cannot be ingested."""
     t0 = time.time()
     scan = scan_corpus(settings.corpus.dir, settings.corpus.exclude)
+    before = dict(con.execute("SELECT path, sha256 FROM corpus_files").fetchall())
     with transaction(con):
         con.execute("DELETE FROM corpus_files")
         if scan.files:
@@ -61,6 +63,8 @@ def sync_corpus(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str,
             "bytes": sum(f.bytes for f in scan.files),
             "problems": len(scan.problems),
             "manifest_sha256": scan.manifest_digest(),
+            # What this sync found changed, by file ('' when nothing did; every file 'added' on a first sync).
+            "change": keyed_diff(before, {f.path: f.sha256 for f in scan.files}),
         }
         record_stage(con, run_id, "corpus", None, t0, stats)
     for p in scan.problems:

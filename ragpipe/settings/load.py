@@ -154,11 +154,14 @@ class Settings:
             section.pop(key, None)
         return section
 
-    def stage_hash(self, stage: str) -> str:
-        """A short hash of one stage's settings (paths made relative so the hash is machine-independent)."""
+    def stage_settings(self, stage: str) -> dict[str, Any]:
+        """One stage's versioned settings by section, as JSON values (paths relative to the project root)."""
         sections = [n for n in STAGE_SECTIONS[stage] if n != "subject" or self.subject.kind != "pipeline"]
-        payload = {name: _jsonable(self.versioned(name), self.root) for name in sections}
-        digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+        return {name: _jsonable(self.versioned(name), self.root) for name in sections}
+
+    def stage_hash(self, stage: str) -> str:
+        """A short hash of one stage's settings (machine-independent: stage_settings has no absolute paths)."""
+        digest = hashlib.sha256(json.dumps(self.stage_settings(stage), sort_keys=True).encode()).hexdigest()
         return digest[:10]
 
     @property
