@@ -136,7 +136,7 @@ def _stamps(settings: Settings, golden_set: dg.AssetsDefinition, severity: Any) 
                     check_name="anchors_found",
                     passed=not missing,
                     severity=severity,
-                    description=named("missing", [f"{q} ({r})" for q, r in missing], limit=5),
+                    description=named("anchor not found", [f"{q} ({r})" for q, r in missing], limit=5),
                     metadata={"missing": len(missing), "tests": table_of_tests(missing, ("test", "why"))},
                 )
             ],
@@ -254,7 +254,7 @@ def _verdict_checks(
             check_name="golden_stamps_current",
             passed=not stale,
             severity=severity,
-            description=named("stale stamps (ragpipe golden restamp --write)", stale),
+            description=f"{named('stale stamps', stale)}; fix: ragpipe golden restamp --write" if stale else None,
             metadata={"stale_stamps": len(stale)},
         ),
     ]
