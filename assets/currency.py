@@ -97,6 +97,15 @@ def _last_reported(record: Any) -> tuple[bool, str] | None:
     return data.passed, data.description or ""
 
 
+def _before_latest_materialization(instance: dg.DagsterInstance, key: dg.AssetKey, record: Any) -> bool:
+    """The UI ties a check execution to the materialization before the time it was planned: a run's own check,
+    planned at the run's start, reads "Not evaluated" beside the materialization that run made. Report it after."""
+    if record is None:
+        return False
+    latest = instance.get_latest_materialization_event(key)
+    return latest is not None and record.create_timestamp < latest.timestamp
+
+
 def report_changes(graph: BaseAssetGraph, instance: dg.DagsterInstance) -> list[dg.AssetKey]:
     """Report `inputs_current` for each asset whose result differs from its latest recorded one; returns those."""
     results = evaluate_currency(graph, instance)
@@ -105,7 +114,8 @@ def report_changes(graph: BaseAssetGraph, instance: dg.DagsterInstance) -> list[
     )
     changed = []
     for key, (passed, description) in results.items():
-        if _last_reported(latest.get(dg.AssetCheckKey(key, CHECK_NAME))) != (passed, description):
+        record = latest.get(dg.AssetCheckKey(key, CHECK_NAME))
+        if _last_reported(record) != (passed, description) or _before_latest_materialization(instance, key, record):
             instance.report_runless_asset_event(_evaluation(key, passed, description))
             changed.append(key)
     return changed
