@@ -10,6 +10,7 @@ from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGra
 from dagster._core.definitions.data_version import StaleCause, StaleCauseCategory
 
 from assets.inputs import CHANGE, SETTINGS, TESTS, json_entry
+from assets.triggers import trigger_of
 from ragpipe.core import keyed_diff, settings_diff
 
 CORPUS = dg.AssetKey("corpus")
@@ -46,7 +47,7 @@ def data_change(instance: dg.DagsterInstance, dep: dg.AssetKey) -> str:
         return f"{dep.to_user_string()} has new data"
     when = dt.datetime.fromtimestamp(record.timestamp, dt.timezone.utc).strftime("%H:%M:%S UTC")
     run = instance.get_run_by_id(record.run_id)
-    trigger = (run.tags.get("ragpipe/trigger") if run else None) or "manual"
+    trigger = trigger_of(run.tags) if run else "unknown"
     corpus = _latest(instance, CORPUS)
     change = corpus.asset_materialization.metadata.get(CHANGE) if corpus and corpus.run_id == record.run_id else None
     done = f"{dep.to_user_string()} re-materialized at {when}, run {record.run_id[:8]}, {trigger}"

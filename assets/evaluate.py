@@ -10,6 +10,7 @@ from assets.automation import RAGPIPE_CONDITION, RETRY_POLICY
 from assets.inputs import recorded_inputs
 from assets.resources import RagpipeResource
 from assets.tables import named, table_of_tests
+from assets.triggers import trigger_of
 from ragpipe import evaluate
 from ragpipe.core import INPUT_ERRORS, REWRITES_FILE, VERDICTS
 from ragpipe.reports import changes_table, load_summary, render_markdown
@@ -41,18 +42,7 @@ def _golden_file_hash(settings: Settings) -> str:
 
 
 def _trigger(context: dg.AssetExecutionContext) -> str:
-    """Why this evaluation ran: corpus (the corpus sensor), settings (the automation sensor: a settings, golden set or
-    code change), scheduled, retry (Dagster re-ran a failed run), ci, demo, or manual (the UI's Materialize)."""
-    tags = context.run.tags
-    if "dagster/retry_number" in tags:
-        return "retry"
-    if "ragpipe/trigger" in tags:
-        return tags["ragpipe/trigger"]
-    if "dagster/schedule_name" in tags:
-        return "scheduled"
-    if "dagster/sensor_name" in tags or "dagster/auto_materialize" in tags:
-        return "settings"
-    return "manual"
+    return trigger_of(context.run.tags)
 
 
 @contextmanager
