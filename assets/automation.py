@@ -32,6 +32,7 @@ def automation_sensor() -> dg.AutomationConditionSensorDefinition:
         target=dg.AssetSelection.all(),
         default_status=dg.DefaultSensorStatus.RUNNING,
         minimum_interval_seconds=30,
+        run_tags={"ragpipe/trigger": "settings"},  # the Runs list says why, as the corpus sensor's runs do
         description="Re-materializes stale assets after a settings change, a corpus change or a golden set edit (a "
         "failed run is not requested again until something it depends on changes).",
     )

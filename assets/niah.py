@@ -24,6 +24,10 @@ from assets.resources import RagpipeResource
 from ragpipe.settings import Settings
 
 GROUP = "niah"
+# Grey in the graph until someone runs them: the UI should say that is expected.
+ON_DEMAND = (
+    " On demand (`ragpipe niah run`, or Materialize here); never run by the automation, the sensors or the schedule."
+)
 
 
 def _version(settings: Settings, *sections: str) -> str:
@@ -51,7 +55,7 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         code_version=_version(settings),
         pool="duckdb",
         description="Filler haystacks per (length, repetition) from the configured corpus or [niah].haystack_dir, "
-        "counted with the named local tokenizer; the same seed gives the same haystacks.",
+        "counted with the named local tokenizer; the same seed gives the same haystacks." + ON_DEMAND,
     )
     def niah_haystacks(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         from ragpipe.niah import build_haystacks
@@ -68,7 +72,7 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         code_version=_version(settings, "chunker", "embedder", "retriever", "answerer"),
         pool="duckdb",
         description="Every length x depth x repetition x needle type x question method, on the retrieval and the "
-        "full-context subjects: one niah_trials row per trial and subject.",
+        "full-context subjects: one niah_trials row per trial and subject." + ON_DEMAND,
     )
     def niah_trials(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         from ragpipe.niah import run_trials
@@ -95,7 +99,7 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         code_version=_version(settings),
         pool="duckdb",
         description="One figure per subject (metrics side by side, length x depth, n and 95% intervals, overflow marked), "
-        "effective context length and positional bias raised only when the intervals support them.",
+        "effective context length and positional bias raised only when the intervals support them." + ON_DEMAND,
     )
     def niah_report(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         from ragpipe.niah import render_text, report

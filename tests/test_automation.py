@@ -253,7 +253,9 @@ def test_inputs_current_names_each_kind_of_change_in_the_users_words(tmp_path: P
     """Settings, golden file and corpus changes each named as what changed, not as 'has a new code version'; current
     again exactly when the inputs are back to what was materialized."""
     p = make_project(tmp_path / "why")
-    p.materialize()
+    assert p.materialize().dagster_run.job_name == "ragpipe_job"  # a named run in the UI's Runs list
+    automation = build_definitions(str(p.settings_file)).get_sensor_def("ragpipe_automation")
+    assert automation.run_tags == {"ragpipe/trigger": "settings"}
 
     # the corpus sensor saw the files change and its run started: nothing below the corpus is current until it syncs
     from dagster._core.storage.dagster_run import DagsterRun

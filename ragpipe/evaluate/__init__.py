@@ -12,6 +12,7 @@ _EXPORTS = {
         "restamper_for",
         "stamp_stage",
         "current_anchors",
+        "stamp_line",
     ],
     "retrievals": ["retrieve_stage", "corpus_digest"],
     "subject": ["observe_subject"],

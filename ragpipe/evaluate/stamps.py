@@ -17,6 +17,11 @@ from ragpipe.warehouse import insert_rows, transaction
 Log = Callable[[str], None]
 
 
+def stamp_line(status: str, reason: str) -> str:
+    """'moved ch_a -> ch_b', or the reason alone when it already begins with the status ('missing from corpus: ...')."""
+    return reason if reason.startswith(status) else f"{status} {reason}".strip()
+
+
 def _noop(msg: str) -> None:
     pass
 
@@ -147,7 +152,7 @@ def stamp_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str,
     changed = [s for s in stamps if s.status not in ("unchanged",)]
     for s in changed:
         if s.status != "new":
-            log(f"stamp {s.question_id} ({s.anchor}): {s.status} {s.reason}")
+            log(f"stamp {s.question_id} ({s.anchor}): {stamp_line(s.status, s.reason)}")
     log("stamps: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
     return {
         "chunker_tag": tag,

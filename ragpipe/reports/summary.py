@@ -48,10 +48,10 @@ class Change:
 
     @property
     def flags(self) -> str:
-        """'unverified', 'verified again' or '' when the unverified flag did not change."""
+        """'verified -> unverified', 'unverified -> verified' or '' when the unverified flag did not change."""
         if self.old_unverified == self.new_unverified or self.old_unverified is None:
             return ""
-        return "unverified" if self.new_unverified else "verified again"
+        return "verified -> unverified" if self.new_unverified else "unverified -> verified"
 
 
 def _rank(rank: int | None) -> str:
