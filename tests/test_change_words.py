@@ -1,7 +1,7 @@
 """How a change reads in logs and tables: both sides of a flag, and a status that its reason does not repeat."""
 
 from ragpipe.evaluate import stamp_line
-from ragpipe.reports import Change
+from ragpipe.reports import Change, EvalSummary, changes_table, render_text
 
 
 def _change(old: bool | None, new: bool) -> Change:
@@ -12,8 +12,18 @@ def test_the_unverified_flag_reads_as_old_to_new() -> None:
     assert _change(False, True).flags == "verified -> unverified"
     assert _change(True, False).flags == "unverified -> verified"
     assert _change(True, True).flags == "" and _change(None, True).flags == ""
+    assert "| verified -> unverified |" in changes_table([_change(False, True)])[-1]
 
 
 def test_a_stamp_line_does_not_repeat_its_status() -> None:
     assert stamp_line("missing", "missing from corpus: a.md deleted") == "missing from corpus: a.md deleted"
     assert stamp_line("moved", "ch_a -> ch_b") == "moved ch_a -> ch_b"
+    assert stamp_line("split", "3 parts", ": ") == "split: 3 parts" and stamp_line("moved", "") == "moved"
+
+
+def test_the_ci_summary_names_a_missing_stamp_once() -> None:
+    moved = [("neg_06", "trap", "missing", "missing from corpus: a.md deleted"), ("pos_01", "evidence", "moved", "x")]
+    metrics = {"hit_at_k": 1.0, "mrr": 1.0, "recall_at_k": 1.0, "k": 5}
+    text = render_text(EvalSummary("r1", "c", "e", "extractive", {}, metrics, [], stamp_changes=moved), ())
+    assert "neg_06     trap missing from corpus: a.md deleted" in text and "missing: missing" not in text
+    assert "pos_01     evidence moved: x" in text

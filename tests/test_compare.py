@@ -80,6 +80,7 @@ def test_compare_predicts_an_embedder_swap_and_changes_nothing(
     # the comparison is a run of its own job in Dagster
     runs = p.instance.get_runs(filters=dg.RunsFilter(job_name="ragpipe_compare"))
     assert len(runs) == 1 and runs[0].tags["ragpipe/comparison_id"] == comparison.comparison_id
+    assert runs[0].tags["ragpipe/trigger"] == "cli"  # the Runs list says why it ran
 
     # The motivating case: a negative that took the trap under A whose trap B does not retrieve is predicted as
     # fail -> did_not_run, never fail -> pass.

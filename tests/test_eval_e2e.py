@@ -150,6 +150,26 @@ def test_ci_summary_sections_exit_code_and_reports(
     assert code == 0
 
 
+def test_the_bundled_golden_set_ships_with_current_stamps(proj: Project) -> None:
+    """Under the default settings every chunk id in examples/golden.jsonl is current (golden_stamps_current passes
+    after `make demo`); after a chunker change, run `ragpipe golden restamp --write` on the bundled file."""
+    statuses = dict(proj.sql("SELECT question_id, status FROM latest_stamps"))
+    assert len(statuses) == 43 and {q: s for q, s in statuses.items() if s != "unchanged"} == {}
+
+
+def test_cli_runs_are_named_and_say_why(proj: Project) -> None:
+    """`ragpipe ci` runs as ragpipe_job (not Dagster's ad hoc job) and tags its runs with what started them."""
+    import dagster as dg
+
+    instance = dg.DagsterInstance.get()  # the project's own (DAGSTER_HOME), where the CLI's runs are
+    try:
+        runs = instance.get_runs()
+    finally:
+        instance.dispose()
+    assert runs and {r.job_name for r in runs} == {"ragpipe_job"}
+    assert {r.tags.get("ragpipe/trigger") for r in runs} == {"ci"}
+
+
 def test_top_k_1_turns_unretrieved_traps_into_did_not_run(proj: Project, capsys: pytest.CaptureFixture[str]) -> None:
     proj.configure(k=1)
     ci(proj, capsys)

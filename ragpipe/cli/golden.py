@@ -76,6 +76,7 @@ def cmd_golden_restamp(args: argparse.Namespace) -> int:
     import dataclasses
     import difflib
 
+    from ragpipe.evaluate import stamp_line
     from ragpipe.golden import ANCHOR_FIELDS, id_value, quote_form, rewrite_fields, write_atomic
 
     settings = settings_from(args)
@@ -105,7 +106,7 @@ def cmd_golden_restamp(args: argparse.Namespace) -> int:
         if st.status in REWRITES_FILE:
             updates.setdefault(st.question_id, {})[t.anchor_field] = id_value(st.new_ids)
         if st.status != "unchanged":
-            print(f"{st.question_id:<10} {st.anchor:<8} {st.status:<9} {st.reason}")
+            print(f"{st.question_id:<10} {st.anchor:<8} {stamp_line(st.status, st.reason, ': ')}")
         if st.status == "missing" and st.closest:
             print(
                 f"{'':<10} accept the closest passage as the new quote: ragpipe golden restamp --accept {st.question_id}"

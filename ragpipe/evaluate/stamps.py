@@ -17,9 +17,11 @@ from ragpipe.warehouse import insert_rows, transaction
 Log = Callable[[str], None]
 
 
-def stamp_line(status: str, reason: str) -> str:
+def stamp_line(status: str, reason: str, sep: str = " ") -> str:
     """'moved ch_a -> ch_b', or the reason alone when it already begins with the status ('missing from corpus: ...')."""
-    return reason if reason.startswith(status) else f"{status} {reason}".strip()
+    if reason.startswith(status):
+        return reason
+    return f"{status}{sep}{reason}" if reason else status
 
 
 def _noop(msg: str) -> None:

@@ -10,6 +10,7 @@ from xml.etree import ElementTree as ET
 import duckdb
 
 from ragpipe.core import NEEDS_ATTENTION, REWRITES_FILE
+from ragpipe.evaluate import stamp_line
 
 
 @dataclass
@@ -183,7 +184,7 @@ def render_text(s: EvalSummary, block: tuple[str, ...]) -> str:
     moved = [c for c in s.stamp_changes if c[2] in NEEDS_ATTENTION]
     if moved:
         lines.append(f"\nSTAMPS MOVED ({len(moved)})")
-        lines += [f"  {qid:<10} {anchor} {status}: {reason}" for qid, anchor, status, reason in moved]
+        lines += [f"  {qid:<10} {anchor} {stamp_line(status, reason, ': ')}" for qid, anchor, status, reason in moved]
     if s.previous_run_id:
         lines.append(f"\n{CHANGED} (vs run {s.previous_run_id[:8]}: {len(s.changes)})")
         lines += [
