@@ -13,7 +13,9 @@ from assets.ingest import build_ingest_assets
 from assets.niah import build_niah_assets
 from assets.resources import RagpipeResource
 from assets.sensors import build_corpus_sensor, build_nightly_schedule
+from assets.staleness import ON_DEMAND_GROUPS
 from assets.subject import build_subject
+from assets.suggest import build_suggestions
 from ragpipe.settings import load_settings, settings_path
 
 # Dagster's console logger, at INFO unless a run's config asks for more: `make ui` shows progress, not every event
@@ -47,6 +49,7 @@ def build_definitions(path: str | None = None) -> dg.Definitions:
         *subject,
         *build_eval_assets(settings),
         *build_niah_assets(settings),
+        build_suggestions(settings),
     ]
     resources = {"ragpipe": RagpipeResource(settings_path=str(source))}
     graph = dg.Definitions(assets=all_assets, resources=resources).resolve_asset_graph()
@@ -56,8 +59,8 @@ def build_definitions(path: str | None = None) -> dg.Definitions:
         jobs=[
             dg.define_asset_job(
                 "ragpipe_job",
-                selection=dg.AssetSelection.all() - dg.AssetSelection.groups("niah"),
-                description="The whole graph (less the on-demand niah group).",
+                selection=dg.AssetSelection.all() - dg.AssetSelection.groups(*ON_DEMAND_GROUPS),
+                description="The whole graph (less the on-demand groups: niah, authoring).",
             ),
             dg.define_asset_job(
                 "niah_job",

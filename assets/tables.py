@@ -9,12 +9,12 @@ TOP_ROWS = 25
 
 
 def table_of_tests(
-    rows: Sequence[Sequence[Any]], header: Sequence[str], limit: int = TOP_ROWS
+    rows: Sequence[Sequence[Any]], header: Sequence[str], limit: int = TOP_ROWS, where: str = "`summary`"
 ) -> dg.TableMetadataValue:
     """The first `limit` rows as an inline table of text columns; a last row says how many more there are."""
     shown = [dict(zip(header, (" ".join(str(c).split()) for c in r))) for r in rows[:limit]]
     if len(rows) > limit:
-        more = f"... and {len(rows) - limit} more (every one is in `summary`)"
+        more = f"... and {len(rows) - limit} more (every one is in {where})"
         shown.append({header[0]: more, **{h: "" for h in header[1:]}})
     return dg.MetadataValue.table(
         records=[dg.TableRecord(r) for r in shown],

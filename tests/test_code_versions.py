@@ -21,6 +21,7 @@ BUNDLED = {
     "documents": "v1-aa8b566cfe",
     "embeddings": "v1-43ad3754e1",
     "golden_set": "v1-ab6be096aa-257bdb40da",  # -<golden file hash>, since the restamp of 5efe909
+    "golden_suggestions": "v1-8ef1a62827",  # new: proposed tests (on demand)
     "niah_haystacks": "v1-74012a93f9",
     "niah_report": "v1-74012a93f9",
     "niah_trials": "v1-5d4a0c52d1",
@@ -36,6 +37,7 @@ VARIANT = {
     "documents": "v1-9b21c825b1",
     "embeddings": "v1-c25eab11d9",
     "golden_set": "v1-ab6be096aa-257bdb40da",  # -<golden file hash>, since the restamp of 5efe909
+    "golden_suggestions": "v1-aca241ef4e",
     "niah_haystacks": "v1-a34971bc9e",
     "niah_report": "v1-a34971bc9e",
     "niah_trials": "v1-733d4d6332",

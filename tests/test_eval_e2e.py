@@ -295,3 +295,50 @@ def test_broken_golden_set_fails_with_every_problem(proj: Project, capsys: pytes
     assert f"{proj.golden}:6" in err and "last_validated" in err
     code, out = ci(proj, capsys)
     assert code == 2
+
+
+def test_suggested_tests_are_proposed_with_evidence_accepted_and_run(
+    proj: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`golden suggest` proposes near-miss negatives (and positives) with the evidence of absence and the quote's
+    rank; accepted ones are appended stamped, tagged and dated, pass validation and run in `ragpipe ci`; a rejected
+    one is never proposed again; the golden_suggestions asset proposes from Dagster the same way."""
+    code, out = cli(proj, capsys, "golden", "suggest", "--negatives", "6", "--positives", "2")
+    assert code == 0 and "review sheet:" in out
+    rows = proj.sql(
+        "SELECT suggestion_id, kind, quote, value, chunk_id, rank, evidence FROM golden_suggestions "
+        "WHERE decision IS NULL ORDER BY kind, rank NULLS LAST, suggestion_id"
+    )
+    negatives, positives = [r for r in rows if r[1] == "negative"], [r for r in rows if r[1] == "positive"]
+    assert len(negatives) >= 4 and positives
+    chunks = dict(proj.sql("SELECT chunk_id, text FROM chunks"))
+    sheet = (proj.root / "warehouse" / "suggestions.md").read_text(encoding="utf-8")
+    for sid, _, quote, value, chunk_id, _, evidence in rows:
+        assert value in quote and quote in chunks[chunk_id] and sid in sheet
+        ev = json.loads(evidence)
+        assert ev["why"] and len(ev["retrieved"]) == proj.settings().retriever.k
+    accept = [next(r for r in negatives if r[5])[0], next(r for r in positives if r[5])[0]]
+    code, out = cli(proj, capsys, "golden", "suggest", "--accept", *accept)
+    assert code == 0 and "+{" in out and "appended 2 test(s)" in out
+    new = load_golden(proj.golden).tests[-2:]
+    assert [t.question_id for t in new] == ["neg_17", "pos_28"]
+    tag = proj.sql("SELECT any_value(embedder_tag) FROM embeddings")[0][0]
+    assert {(t.embedder_tag, t.last_validated) for t in new} == {(tag, dt.date.today().isoformat())}
+    assert cli(proj, capsys, "golden", "validate")[0] == 0
+    rejected = negatives[-1][0]
+    assert cli(proj, capsys, "golden", "suggest", "--reject", rejected)[0] == 0
+    assert cli(proj, capsys, "golden", "suggest", "--accept", accept[0])[0] == 2  # already decided
+    assert "already decided" in capsys.readouterr().err
+
+    ci(proj, capsys)
+    ran = dict(proj.sql("SELECT question_id, verdict FROM latest_verdicts WHERE question_id IN ('neg_17', 'pos_28')"))
+    assert set(ran) == {"neg_17", "pos_28"} and "did_not_run" not in ran.values()
+
+    result = proj.materialize(["golden_suggestions"])
+    assert proj.metadata(result, "golden_suggestions")["proposals"] >= 1
+    undecided = {r[0] for r in proj.sql("SELECT suggestion_id FROM golden_suggestions WHERE decision IS NULL")}
+    assert undecided and not undecided & {rejected, *accept}
+    decided = proj.sql("SELECT suggestion_id, decision, question_id FROM golden_suggestions WHERE decision IS NOT NULL")
+    assert sorted(decided) == sorted(
+        [(accept[0], "accepted", "neg_17"), (accept[1], "accepted", "pos_28"), (rejected, "rejected", None)]
+    )

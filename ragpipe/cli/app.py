@@ -34,6 +34,7 @@ Examples:
   ragpipe ci --junit report.xml     bring everything up to date and gate on the verdicts (exit 1 when blocked)
   ragpipe golden validate           check the golden set file, listing every problem with line and field
   ragpipe golden restamp --write    re-stamp trap/evidence chunk ids after re-chunking (a reviewable diff)
+  ragpipe golden suggest            propose near-miss negatives from the corpus, each with its proof of absence
   ragpipe score --answers FILE.jsonl score answers produced elsewhere with the same verdict rule
   ragpipe review                    decide the verdicts the rules left needs_review (kept for the same answer)
   ragpipe compare --set embedder.name=minilm-static   what a candidate would do, changing nothing

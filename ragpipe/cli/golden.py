@@ -1,4 +1,4 @@
-"""`ragpipe golden validate`, `restamp` and `revalidate`: maintaining the golden set file."""
+"""`ragpipe golden validate`, `restamp` and `revalidate`: maintaining the golden set file (`suggest`: cli/suggest.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ragpipe.cli import suggest
 from ragpipe.cli.common import eval_summary, settings_from
 from ragpipe.core import EXIT_INPUT, REWRITES_FILE
 from ragpipe.golden import GoldenSetError
@@ -166,12 +167,12 @@ def add_parsers(sub: Any) -> None:
     """golden, with its subcommands validate, restamp and revalidate."""
     golden = sub.add_parser(
         "golden",
-        help="validate, re-stamp and re-validate the golden set file",
+        help="validate, re-stamp and re-validate the golden set file; propose new tests",
         description="Maintain the golden set file. The order after a chunker or corpus change: "
         "`restamp --write` (new chunk ids), `ragpipe ci` (run the tests), `revalidate --write` "
-        "(record the embedder and date of the tests that ran).",
+        "(record the embedder and date of the tests that ran). `suggest` drafts new negatives from the corpus.",
         epilog="Examples:\n  ragpipe golden validate\n  ragpipe golden restamp --write\n"
-        "  ragpipe golden revalidate --write",
+        "  ragpipe golden revalidate --write\n  ragpipe golden suggest --negatives 30",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     gsub = golden.add_subparsers(dest="golden_command", metavar="SUBCOMMAND")
@@ -228,4 +229,5 @@ ragpipe golden revalidate --write.""",
     )
     p.add_argument("--write", action="store_true", help="rewrite embedder_tag and last_validated in place")
     p.set_defaults(func=cmd_golden_revalidate)
+    suggest.add_parser(gsub)
     golden.set_defaults(func=lambda a: (golden.print_help(), 2)[1])

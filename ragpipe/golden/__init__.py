@@ -1,6 +1,6 @@
 """The golden set: the file loaded and validated (every problem with file, line and field), its quotes in the forms
-people copy them, re-stamping (each test's quote located in the current chunks), and in-place rewrites that keep the
-file a reviewable diff."""
+people copy them, re-stamping (each test's quote located in the current chunks), in-place rewrites and appended tests
+that keep the file a reviewable diff, and near-miss tests read from the corpus with their absence shown."""
 
 from ragpipe.core import lazy_exports
 
@@ -20,6 +20,22 @@ _EXPORTS = {
         "write_atomic",
     ],
     "lines": ["hashes_by_test"],
+    "near_miss": [
+        "QUALIFIER_KINDS",
+        "Span",
+        "Sentence",
+        "Candidate",
+        "sentences_of",
+        "qualifiers",
+        "values",
+        "candidates",
+        "siblings",
+        "remember",
+        "forms",
+        "question",
+    ],
+    "absence": ["Evidence", "Corpus", "agreeing"],
+    "append": ["next_ids", "golden_object", "appended"],
     "quotes": ["quote_form", "plain_form", "html_form", "quote_forms", "closest_passage"],
     "restamp": ["IMPL_VERSION as GOLDEN_VERSION", "ChunkSpan", "Stamp", "Restamper", "id_value"],
 }

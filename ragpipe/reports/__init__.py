@@ -1,5 +1,6 @@
 """What the evaluations say: the CI summary (text, Markdown, JUnit XML) and the gate, one test's verdict over time with
-the cause of each change, and the comparison of a candidate configuration with the current one."""
+the cause of each change, the comparison of a candidate configuration with the current one, and the review sheet of
+proposed tests."""
 
 from ragpipe.core import lazy_exports
 
@@ -19,6 +20,7 @@ _EXPORTS = {
         "render_failure_junit",
     ],
     "timeline": ["UnknownTest", "HistoryRow", "history"],
+    "suggestions": ["render_sheet"],
     "compare": [
         "COMPARABLE",
         "parse_override",

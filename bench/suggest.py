@@ -1,0 +1,109 @@
+"""Proposed negatives on corpora nobody here wrote: how many, how fast, trap rank, and (with judgements) how many are
+truly unanswerable with a tempting trap.
+
+    .venv/bin/python bench/suggest.py realdocs --negatives 80      # ../shared/data/realdocs/docs
+    .venv/bin/python bench/suggest.py squad2 --negatives 80        # ../shared/data/squad2_dev/corpus
+
+Each corpus is ingested once into bench/results/suggest_<name>/ under the default settings (then reused), and
+`ragpipe golden suggest` runs as a user runs it, in its own process (whole-process wall time). A sample of the
+negatives (--sample, a fixed seed) is written to sample.jsonl for judging by hand against the corpus; judgements in
+bench/data/suggest/<name>_judged.jsonl ({"suggestion_id", "unanswerable", "tempting", "note"}) are joined and
+counted. Proposal ids are hashes of the question and the quote, so a judgement stays attached to its proposal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = (ROOT / ".." / "shared" / "data").resolve()
+CORPORA = {
+    "realdocs": (SHARED / "realdocs" / "docs", []),
+    "squad2": (SHARED / "squad2_dev" / "corpus", []),
+}
+JUDGED = ROOT / "bench" / "data" / "suggest"
+
+
+def _settings(project: Path, corpus: Path, exclude: list[str]) -> Path:
+    path = project / "ragpipe.toml"
+    path.write_text(
+        f'[warehouse]\ndir = "warehouse"\n\n[corpus]\ndir = {json.dumps(str(corpus))}\nexclude = {json.dumps(exclude)}\n'
+    )
+    return path
+
+
+def _ragpipe(settings: Path, *args: str) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    out = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "ragpipe"), "--settings", str(settings), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        sys.exit(f"ragpipe {' '.join(args)} failed ({out.returncode}):\n{out.stderr[-3000:]}")
+    return time.perf_counter() - t0, out.stdout + out.stderr
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("corpus", choices=sorted(CORPORA))
+    ap.add_argument("--negatives", type=int, default=80)
+    ap.add_argument("--sample", type=int, default=40)
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args()
+
+    import duckdb
+
+    corpus, exclude = CORPORA[args.corpus]
+    project = ROOT / "bench" / "results" / f"suggest_{args.corpus}"
+    project.mkdir(parents=True, exist_ok=True)
+    settings = _settings(project, corpus, exclude)
+    db = project / "warehouse" / "ragpipe.duckdb"
+    if not db.exists():
+        seconds, _ = _ragpipe(settings, "ingest")
+        print(f"ingested {corpus} in {seconds:.0f} s (once; reused by later runs)")
+    wall, out = _ragpipe(
+        settings, "golden", "suggest", "--negatives", str(args.negatives), "--out", str(project / "sheet.md")
+    )
+    print(out.strip().splitlines()[-3])  # "N proposal(s) from ... s; dropped: ..."
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute(
+            "SELECT suggestion_id, question, quote, source, value, rank, k, qualifier_kind FROM golden_suggestions "
+            "WHERE decision IS NULL AND kind = 'negative' ORDER BY suggestion_id"
+        ).fetchall()
+        chunks = con.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    k = rows[0][6] if rows else 0
+    top = sum(1 for r in rows if r[5])
+    kinds = {q: sum(1 for r in rows if r[7] == q) for q in sorted({r[7] for r in rows})}
+    print(f"negatives proposed: {len(rows)} ({kinds}); trap in the top {k}: {top} ({top / max(len(rows), 1):.0%})")
+    print(
+        f"`ragpipe golden suggest` whole process: {wall:.1f} s for {chunks} chunks ({wall / chunks * 1000:.1f} s per 1,000)"
+    )
+
+    sample = random.Random(args.seed).sample(rows, min(args.sample, len(rows)))
+    fields = ["suggestion_id", "question", "trap_quote", "trap_source", "trap_value", "rank"]
+    with open(project / "sample.jsonl", "w", encoding="utf-8") as f:
+        for r in sample:
+            f.write(json.dumps(dict(zip(fields, r[:6])), ensure_ascii=False) + "\n")
+    print(f"sample of {len(sample)} for judging: {project / 'sample.jsonl'}")
+    judged_file = JUDGED / f"{args.corpus}_judged.jsonl"
+    if judged_file.exists():
+        judged = {j["suggestion_id"]: j for j in map(json.loads, judged_file.read_text().splitlines()) if j}
+        hits = [judged[r[0]] for r in sample if r[0] in judged]
+        good = sum(1 for j in hits if j["unanswerable"] and j["tempting"])
+        print(
+            f"judged: {len(hits)} of the sample; truly unanswerable {sum(j['unanswerable'] for j in hits)}, "
+            f"tempting trap {sum(j['tempting'] for j in hits)}, both {good} ({good / max(len(hits), 1):.0%})"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

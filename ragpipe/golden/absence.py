@@ -1,0 +1,127 @@
+"""Absence shown, never assumed: a near-miss question stands only when no sentence of the corpus pairs its qualifier
+with its attribute. The search is exhaustive (every sentence of every chunk), and its evidence is kept: the pattern
+searched, how many sentences name the qualifier, the closest of them and why none answers."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from ragpipe.core import normalize_text
+from ragpipe.golden.near_miss import Candidate, Sentence, Span, forms, qualifiers, values
+
+PAIRS = 0.5  # a sentence under the qualifier holding this share of the attribute (by rarity) may answer it
+PAIRS_WITH_VALUE = 0.25  # ... or this share, when it states a value of the kind asked for
+
+
+@dataclass
+class Evidence:
+    """What was searched and what came closest; `answered_by` is the sentence that answers, when one does."""
+
+    pattern: str
+    naming: int  # sentences that name the qualifier
+    closest: list[tuple[str, str, float]] = field(default_factory=list)  # (chunk id, sentence, share of attribute)
+    answered_by: tuple[str, str] | None = None  # (chunk id, sentence)
+
+    @property
+    def absent(self) -> bool:
+        return self.answered_by is None
+
+    def why(self, qualifier: str) -> str:
+        if self.answered_by:
+            return f"the corpus pairs {qualifier!r} with the question's words: {self.answered_by[1]!r}"
+        if not self.naming:
+            return f"no document of the corpus names {qualifier!r}"
+        best = self.closest[0][2] if self.closest else 0.0
+        return (
+            f"{self.naming} sentence(s) name {qualifier!r} or stand in a document that does; none holds more than {best:.0%} of the question's words "
+            f"by rarity (an answer needs {PAIRS:.0%}, or {PAIRS_WITH_VALUE:.0%} beside a value of the kind asked for)"
+        )
+
+
+class Corpus:
+    """Every sentence of the current chunks, searched by pattern (a full scan: absence is a claim about all of it).
+
+    A qualifier named anywhere in a document (its path, its title, a heading) may be what every sentence of it is
+    said of ("Revenue for the quarter was ..." in q1-2023.md): such sentences count as naming it."""
+
+    def __init__(self, sentences: Iterable[Sentence], documents: dict[str, str]):
+        self.sentences = list(sentences)
+        self.documents = documents  # doc id -> its text as chunked (the path is part of what names a qualifier)
+        self.by_chunk: dict[str, list[Sentence]] = {}
+        self.df: dict[str, int] = {}
+        for s in self.sentences:
+            for w in s.words:
+                self.df[w] = self.df.get(w, 0) + 1
+            self.by_chunk.setdefault(s.chunk_id, []).append(s)
+
+    def naming(self, pattern: re.Pattern[str], group: str, within: Iterable[Sentence] | None = None) -> list[Sentence]:
+        """The sentences said of a qualifier: those that name it, and those of a document that names it which name
+        no other qualifier of its group (a sentence that says "in 2023" is not said of the 2022 in its title)."""
+        docs = {d for d, text in self.documents.items() if pattern.search(d) or pattern.search(text)}
+        pool = self.sentences if within is None else within
+        return [
+            s
+            for s in pool
+            if pattern.search(s.text) or (s.doc_id in docs and not any(q.group == group for q in qualifiers(s.text)))
+        ]
+
+    def share(self, attribute: frozenset[str], words: frozenset[str]) -> float:
+        """How much of the attribute a sentence holds, each word weighted by its rarity in the corpus (a word of every
+        other sentence, like the company's name, says little about what a sentence is about). Words meet at four
+        letters here ("shipments" and "shipped"): absence errs towards finding an answer."""
+        attribute, words = _stems(attribute), _stems(words)
+        weight = {w: math.log((len(self.sentences) + 1) / (1 + self.df.get(w, 0))) + 0.1 for w in attribute}
+        total = sum(weight.values())
+        return sum(weight[w] for w in attribute & words) / total if total else 0.0
+
+    def search(self, c: Candidate, qualifier: str, within: Iterable[Sentence] | None = None) -> Evidence:
+        """Does any sentence under `qualifier` answer what `c` asks? The closest three are kept as evidence."""
+        pattern = forms(qualifier, c.qualifier.kind)
+        naming = self.naming(pattern, c.qualifier.group, within)
+        scored = sorted(((s, self.share(c.attribute, s.words)) for s in naming), key=lambda x: (-x[1], x[0].chunk_id))
+        ev = Evidence(pattern.pattern, len(naming), [(s.chunk_id, s.text, share) for s, share in scored[:3]])
+        for s, share in scored:
+            if share >= PAIRS or (share >= PAIRS_WITH_VALUE and _states_alike(c.value, s.text)):
+                ev.answered_by = (s.chunk_id, s.text)
+                break
+        return ev
+
+    def neighbours(self, chunk_ids: Iterable[str]) -> list[Sentence]:
+        return [s for cid in chunk_ids for s in self.by_chunk.get(cid, [])]
+
+
+def _stems(words: frozenset[str]) -> frozenset[str]:
+    return frozenset(w if any(ch.isdigit() for ch in w) else w[:4] for w in words)
+
+
+def _states_alike(value: Span, text: str) -> bool:
+    """A value of the kind asked for; for a count, of the same thing counted ("1,247 robot arms" for "how many
+    robot arms")."""
+    found = [v for v in values(text, []) if v.kind == value.kind]
+    if value.kind != "count" or len(value.text.split()) < 2:
+        return bool(found)
+    noun = value.text.split()[-1][:4]
+    return any(len(v.text.split()) > 1 and v.text.split()[-1][:4] == noun for v in found)
+
+
+def agreeing(c: Candidate, corpus: Corpus) -> tuple[bool, list[str]]:
+    """A positive's answer in exactly one place, or the same everywhere: every sentence that pairs the qualifier with
+    the attribute states the same value (of the same kind) as the candidate's sentence."""
+    others = []
+    for s in corpus.naming(forms(c.qualifier.text, c.qualifier.kind), c.qualifier.group):
+        if s.text == c.sentence.text:
+            continue
+        if corpus.share(c.attribute, s.words) < PAIRS:
+            continue
+        stated = [v.text for v in values(s.text, []) if v.kind == c.value.kind]
+        if stated and normalize_text(c.value.text) not in {normalize_text(x) for x in stated}:
+            others.append(s.text)
+    return (not others, others)
+
+
+def literal(pattern: str) -> str:
+    """A search pattern as a person reads it (for the review sheet)."""
+    return re.sub(r"\(\?<!\[[^\]]*\]\)|\(\?!\[[^\]]*\](?:\|[^)]*)?\)|\\b", "", pattern).replace("\\", "")

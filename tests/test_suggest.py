@@ -1,0 +1,118 @@
+"""Proposing near-miss tests, the logic alone: which sentences are candidates, the question asked back, the sibling
+qualifiers, absence over a corpus (a qualifier named by the document counts), and the lines appended to a golden file.
+The sentences are the bundled example's own (examples/corpus); the end-to-end path is in test_eval_e2e.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLES
+
+from ragpipe.golden import (
+    Corpus,
+    GoldenSetError,
+    agreeing,
+    appended,
+    candidates,
+    golden_object,
+    load_golden,
+    next_ids,
+    qualifiers,
+    question,
+    remember,
+    sentences_of,
+    siblings,
+)
+
+
+def _sentence(text: str, doc: str = "d.md", chunk: str = "c1"):  # type: ignore[no-untyped-def]
+    (s,) = list(sentences_of(chunk, doc, text))
+    return s
+
+
+def _corpus(files: dict[str, str]) -> Corpus:
+    sentences = [s for doc, text in files.items() for s in sentences_of(f"ch_{doc}", doc, text)]
+    return Corpus(sentences, files)
+
+
+def _example(path: str) -> str:
+    return (EXAMPLES / "corpus" / path).read_text(encoding="utf-8")
+
+
+def test_a_value_under_a_period_is_asked_back_under_another_period() -> None:
+    s = _sentence("Revenue for the second quarter of 2023 was $44.8 million, a quarterly record for the company.")
+    (c,) = candidates(s)
+    assert (c.value.text, c.qualifier.text, c.qualifier.group) == ("$44.8 million", "second quarter of 2023", "periods")
+    assert question(c, "third quarter of 2023") == "Revenue for the third quarter of 2023 was how much?"
+    assert question(c) == "Revenue for the second quarter of 2023 was how much?"  # a positive keeps its qualifier
+    near = siblings(c.qualifier, {})
+    assert near[:3] == ["first quarter of 2023", "third quarter of 2023", "fourth quarter of 2023"]
+    assert "second quarter of 2022" in near and "second quarter of 2023" not in near
+
+
+def test_counts_versions_and_names_are_asked_for_by_kind() -> None:
+    (c,) = candidates(_sentence("The company shipped 5,272 robot arms in fiscal year 2023, more than in any year."))
+    assert question(c, "fiscal year 2022") == "The company shipped how many robot arms in fiscal year 2022?"
+    (c,) = candidates(_sentence("HaloOS 4.1 was released on May 9, 2023 and added a palletizing wizard."))
+    assert c.value.kind == "version" and question(c, "May 9, 2022").startswith("Which HaloOS version was released")
+    seen: dict[str, set[str]] = {}
+    for q in qualifiers("the HR-200, the HR-400 and the HR-300X; SHA-256 and SHA-512"):
+        remember(seen, q)
+    (c,) = candidates(_sentence("The HR-200 has a maximum reach of 912 mm measured from the base axis."))
+    assert siblings(c.qualifier, seen) == ["HR-400"]  # a name of the same pattern that the corpus holds
+
+
+def test_a_sentence_of_several_values_or_a_qualifier_of_another_clause_proposes_nothing() -> None:
+    row = _sentence("Revenue in Q2 2023 was $44.8 million and gross margin was 38.1%, up from 36.0%.")
+    assert candidates(row) == []  # which value would the question ask for?
+    other_clause = _sentence("Compared with the first quarter of 2023, quarterly revenue grew by $3.5 million.")
+    assert candidates(other_clause) == []  # the growth is not said "of" the first quarter
+    assert list(sentences_of("c", "d", "# Quarterly Business Report: Q1 2023\n\n| Revenue | $41.3 million |")) == []
+
+
+def test_absence_counts_a_qualifier_named_by_the_document_not_only_by_the_sentence() -> None:
+    """q2-2023.md says "in the second quarter" and names the year only in its title: asking for Q2 2023's shipments
+    is answered there, so that proposal must not stand."""
+    files = {"reports/q2-2023.md": _example("reports/q2-2023.md"), "reports/q3-2023.md": _example("reports/q3-2023.md")}
+    corpus = _corpus(files)
+    trap = next(s for s in corpus.sentences if s.text.startswith("Unit shipments reached"))
+    (c,) = [c for c in candidates(trap) if c.qualifier.text == "third quarter of 2023"]
+    answered = corpus.search(c, "second quarter of 2023")
+    assert not answered.absent and "1,247 robot arms" in answered.answered_by[1]  # type: ignore[index]
+    absent = corpus.search(c, "fourth quarter of 2023")
+    assert absent.absent and absent.naming == 0 and "no document" in absent.why("fourth quarter of 2023")
+
+
+def test_a_positive_stands_only_when_every_place_states_the_same_value() -> None:
+    one = "Headcount stood at 612 employees on March 31, 2023."
+    agree = _corpus({"a.md": one, "b.md": "As of March 31, 2023, headcount stood at 612 employees in total."})
+    differ = _corpus({"a.md": one, "b.md": "On March 31, 2023, headcount stood at 640 employees after hiring."})
+    for corpus, expected in ((agree, True), (differ, False)):
+        c = next(c for s in corpus.sentences if s.doc_id == "a.md" for c in candidates(s))
+        ok, others = agreeing(c, corpus)
+        assert ok is expected and (others == []) is expected
+
+
+def test_accepted_tests_get_the_next_ids_and_a_line_each(tmp_path: Path) -> None:
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text((EXAMPLES / "golden.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    g = load_golden(golden)
+    assert next_ids(g, "negative", 2) == ["neg_17", "neg_18"] and next_ids(g, "positive", 1) == ["pos_28"]
+    quote = "Revenue for the second quarter of 2023 was $44.8 million, a quarterly record for the company at the time."
+    obj = golden_object("neg_17", "negative", "Revenue for Q3 2024?", quote, "reports/q2-2023.md", "$44.8 million",
+                      "ch_x", "minilm-1", "2026-12-03")  # fmt: skip
+    text = appended(g, [obj])
+    assert text.startswith(g.text) and json.loads(text.splitlines()[-1])["trap_value"] == "$44.8 million"
+    golden.write_text(text, encoding="utf-8")
+    new = load_golden(golden).tests[-1]
+    assert (new.question_id, new.kind, new.anchor_ids, new.quote) == ("neg_17", "negative", ["ch_x"], quote)
+
+
+def test_appending_to_a_json_array_file_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    lines = (EXAMPLES / "golden.jsonl").read_text(encoding="utf-8").splitlines()
+    path = tmp_path / "golden.json"
+    path.write_text("[\n" + ",\n".join(lines[:2]) + "\n]\n", encoding="utf-8")
+    with pytest.raises(GoldenSetError, match="by hand"):
+        appended(load_golden(path), [])
