@@ -20,6 +20,7 @@ class SuggestConfig(dg.Config):
     negatives: int = 20
     positives: int = 0
     kinds: str = "periods,versions,names"
+    phrase: bool = False  # the configured answerer rewords the questions (openai or smollm2)
 
 
 def _version(settings: Settings) -> str:
@@ -56,7 +57,9 @@ def build_suggestions(settings: Settings) -> dg.AssetsDefinition:
         taken = {t.quote for t in load_golden(path).tests if t.quote} if path and path.is_file() else set()
         kinds = [k.strip() for k in config.kinds.split(",") if k.strip()]
         with ragpipe.warehouse() as con:
-            result = suggest(s, con, config.negatives, config.positives, kinds, taken, log=context.log.info)
+            result = suggest(
+                s, con, config.negatives, config.positives, kinds, taken, log=context.log.info, phrase=config.phrase
+            )
         sheet = s.duckdb_path.parent / "suggestions.md"
         sheet.write_text(render_sheet(result, s.chunker_tag), encoding="utf-8")
         rows = [(p.suggestion_id, p.kind, p.rank or f"not in top {p.k}", p.question, p.value) for p in result.proposals]

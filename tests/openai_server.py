@@ -15,6 +15,8 @@ POST /v1/chat/completions answers from markers in the last user message:
   [[echo-json]]   the JSON object written after "ECHO-JSON:" on the same line (a structured answer), else "{}"
 A request whose system message is ragpipe's judge prompt (ragpipe.verdicts.judge.PROMPT) is a judge request: the reply is the
 text after "JUDGE-REPLY:" up to the end of that line of the user message, else "I am not sure." (no verdict).
+A request whose system message is ragpipe's rewording prompt (ragpipe.evaluate.PHRASING_PROMPT) gets the question back
+as "Do the documents say: <question>", or "How much was it?" (every qualifier dropped) when it holds [[reword-drop]].
 GET /_requests lists {"auth", "path"} for every request received (the Authorization header as sent).
 GET /_sizes lists the length in characters of the last user message of every chat-completions request, in order.
 """
@@ -142,6 +144,12 @@ class Handler(BaseHTTPRequestHandler):
         if system.startswith("You grade one answer"):  # a judge request (ragpipe.verdicts.judge.PROMPT)
             j = re.search(r"JUDGE-REPLY:([^\n]*)", user)
             reply = j.group(1).strip() if j else "I am not sure."
+        elif system.startswith("Reword the question"):  # a rewording (ragpipe.evaluate.PHRASING_PROMPT)
+            reply = (
+                "How much was it?"
+                if "[[reword-drop]]" in user
+                else f"Do the documents say: {user[:1].lower()}{user[1:]}"
+            )
         else:
             m = re.search(r"ANSWER:([^\n]*)", user)
             reply = m.group(1).strip() if m else REFUSAL

@@ -282,3 +282,30 @@ def test_error_answer_with_trap_retrieved_is_error_never_pass(answerer: OpenAIAn
     # the same test with a real refusal from the server passes: the error verdict came from the error alone
     refused = answerer.answer(q(), CONTEXT_WITHOUT)
     assert decide(test, ("ch_trap",), "unchanged", retrieved, refused, refusals, "minilm-test").verdict == "pass"
+
+
+def test_suggested_questions_are_reworded_by_the_endpoint_and_a_rewording_that_drops_the_qualifier_is_rejected(
+    server: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from conftest import answerer_section, write_settings
+
+    from ragpipe.evaluate import PHRASING_PROMPT, Proposal, rephrase
+    from ragpipe.settings import load_settings
+
+    assert PHRASING_PROMPT.startswith("Reword the question")  # what the server recognizes
+    monkeypatch.setenv("RAGPIPE_TEST_KEY", SENTINEL)
+    settings = load_settings(
+        write_settings(
+            tmp_path / "ragpipe.toml", {"corpus": {"dir": "c"}, "answerer": answerer_section("openai", server)}
+        )
+    )
+
+    def proposal(question: str) -> Proposal:
+        return Proposal("sug_x", "negative", "periods", question, "q", "s", "$1", "ch", "Q2 2023", "Q3 2023", {})
+
+    good, dropped = proposal("Revenue for Q3 2023 was how much?"), proposal("Revenue for Q3 2023 [[reword-drop]]?")
+    assert rephrase(settings, [good, dropped], log=lambda m: None) == (1, 1)
+    assert good.question == "Do the documents say: revenue for Q3 2023 was how much?"
+    assert good.evidence["template"] == "Revenue for Q3 2023 was how much?"
+    assert dropped.question == "Revenue for Q3 2023 [[reword-drop]]?"  # the template stays
+    assert "dropped the qualifier 'Q3 2023'" in dropped.evidence["phrasing_rejected"]

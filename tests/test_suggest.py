@@ -116,3 +116,21 @@ def test_appending_to_a_json_array_file_is_refused_with_what_to_do(tmp_path: Pat
     path.write_text("[\n" + ",\n".join(lines[:2]) + "\n]\n", encoding="utf-8")
     with pytest.raises(GoldenSetError, match="by hand"):
         appended(load_golden(path), [])
+
+
+def test_a_rewording_must_keep_the_qualifier_and_every_number_and_name() -> None:
+    from ragpipe.evaluate import kept
+
+    template = "Which HaloOS version was released on May 9, 2022 and added a palletizing wizard?"
+    assert (
+        kept(template, "What HaloOS version came out on May 9, 2022 with the palletizing wizard?", "May 9, 2022")
+        is None
+    )
+    assert (
+        kept(template, "Which version added the palletizing wizard?", "May 9, 2022")
+        == "dropped the qualifier 'May 9, 2022'"
+    )
+    assert kept(template, "Which release shipped on May 9, 2022 with a wizard?", "May 9, 2022") == "dropped HaloOS"
+    assert (
+        kept(template, "Sure! Here it is:\nWhich HaloOS version ... May 9, 2022?", "May 9, 2022") == "not one question"
+    )

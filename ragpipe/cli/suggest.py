@@ -46,6 +46,7 @@ def cmd_golden_suggest(args: argparse.Namespace) -> int:
             kinds=kinds,
             taken=_golden_quotes(settings),
             log=lambda m: print(m, file=sys.stderr),
+            phrase=args.phrase,
         )
     out = Path(args.out) if args.out else settings.duckdb_path.parent / "suggestions.md"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -166,6 +167,12 @@ After accepting: `ragpipe ci` runs the new tests; `ragpipe golden validate` chec
         default="periods,versions,names",
         help="qualifiers to vary, comma-separated: periods (years, quarters, dates), versions, names "
         "(SHA-256, HR-400, `module.attr`) (default: all)",
+    )
+    p.add_argument(
+        "--phrase",
+        action="store_true",
+        help="have the configured answerer ([answerer].kind openai or smollm2) reword each question; a rewording "
+        "that drops the qualifier, a number or a name is rejected and the template stays",
     )
     p.add_argument("--out", metavar="FILE", help="the review sheet (default: suggestions.md beside the warehouse)")
     p.add_argument("--accept", nargs="+", metavar="ID", help="append these proposals to the golden file")

@@ -19,6 +19,7 @@ _EXPORTS = {
     "runs": ["record_failure", "progress_line", "latest_eval_run", "fork_eval_run", "judged_elsewhere"],
     "answers": ["ANSWER_COLUMNS", "answer_stage", "retrieved_texts"],
     "verdicts": ["VERDICT_COLUMNS", "test_sha", "anchor_rank", "anchor_source_sha", "verdict_stage"],
+    "phrasing": ["PROMPT as PHRASING_PROMPT", "kept", "rephrase"],
     "suggestions": ["SuggestError", "Proposal", "Suggestions", "suggest", "stored", "decide"],
     "reviews": [
         "DECISIONS",

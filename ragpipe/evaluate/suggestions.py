@@ -187,9 +187,11 @@ def suggest(
     taken: Iterable[str] = (),
     embedder: Embedder | None = None,
     log: Log = _noop,
+    phrase: bool = False,
 ) -> Suggestions:
-    """Propose up to `negatives` near-miss negatives and `positives` positives over the current chunks, store them
-    (undecided proposals of an earlier run are replaced; decided ones stay) and return them, quote in top k first."""
+    """Propose up to `negatives` near-miss negatives and `positives` positives over the current chunks (`phrase`: the
+    configured model rewords each question), store them (undecided proposals of an earlier run are replaced; decided
+    ones stay) and return them, quote in top k first."""
     t0 = time.perf_counter()
     kinds = tuple(kinds)
     unknown = sorted(set(kinds) - set(QUALIFIER_KINDS))
@@ -236,6 +238,10 @@ def suggest(
         f"{len(neg)} negative and {len(pos)} positive proposal(s) from {n_candidates} candidate(s) in {n_chunks} chunks"
     )
     proposals = neg + pos
+    if phrase and proposals:
+        from ragpipe.evaluate.phrasing import rephrase
+
+        rephrase(settings, proposals, log)
     emb_tag = _rank(settings, proposals, corpus, embedder, log) if proposals else ""
     proposals.sort(key=lambda p: (p.kind != "negative", p.rank is None, p.rank or 0, p.suggestion_id))
     _store(con, settings, proposals, emb_tag)

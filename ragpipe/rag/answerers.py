@@ -278,10 +278,18 @@ class SmolLM2Answerer:
         return cache
 
     def answer(self, question: str, contexts: list[str]) -> Answer:
+        return self._generate(self._prompt(question, contexts))
+
+    def reply(self, messages: list[dict[str, str]]) -> str:
+        """The model's reply to chat messages of its own (no retrieved passages): rewording, not answering."""
+        prompt = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return self._generate(prompt).text
+
+    def _generate(self, prompt: str) -> Answer:
         import torch
 
         t0 = time.perf_counter()
-        inputs = self.tokenizer(self._prompt(question, contexts), return_tensors="pt")
+        inputs = self.tokenizer(prompt, return_tensors="pt")
         ids = inputs["input_ids"][0].tolist()
         kwargs: dict[str, Any] = {}
         if self.prefix_cache:
