@@ -28,8 +28,8 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(VENV)/bin/ragpipe demo
 
-test: setup lint
-	$(PY) -m pytest
+test: setup lint            # two workers, a test file each at a time: most slow tests wait on a server or a process
+	$(PY) -m pytest -n 2 --dist loadfile
 
 test-fast: setup            # the pure tests (no model, Dagster run, server or child process): under a minute
 	$(PY) -m pytest -m "not slow"

@@ -29,7 +29,7 @@ _QUALIFIERS: list[tuple[str, str, re.Pattern[str]]] = [
     ("periods", "fy", re.compile(rf"\b(FY\s?|fiscal (?:year )?)({_YEAR})\b", re.I)),
     ("periods", "year", re.compile(rf"(?<![\w.$\u2013\u2014-]){_YEAR}(?![\w.%\u2013\u2014-]|,\d)")),
     ("versions", "version", re.compile(r"\b(version|release|Python|Debian|v)\s?(\d+\.\d+(?:\.\d+)?)\b(?!\.\d)", re.I)),
-    ("names", "shaped", re.compile(r"\b([A-Z][A-Za-z]{1,9})-(\d{1,5})\b")),
+    ("names", "shaped", re.compile(r"\b([A-Z][A-Za-z]{1,9})-(\d{1,5})\b|\b([A-Z]{2,6}) (\d{1,5})\b(?![.,]\d)")),
     ("names", "code", re.compile(r"`([A-Za-z_][\w-]*(?:::|\.)[A-Za-z_][\w-]*)`")),
 ]
 
@@ -268,7 +268,7 @@ def _shape(q: Span) -> str:
     if q.kind == "version":
         return f"version:{_lead(q.text).strip().lower()}"
     if q.kind == "shaped":
-        return "shaped:" + q.text.split("-")[0].lower()
+        return "shaped:" + re.split(r"[- ]", q.text)[0].lower()
     if q.kind == "code":
         return "code:" + re.split(r"(::|\.)(?=[^.:]*`$)", q.text)[0].lower()
     return q.kind
