@@ -158,9 +158,45 @@ def _positive(c: Candidate, corpus: Corpus, dropped: dict[str, int]) -> Proposal
     )  # fmt: skip
 
 
+def _collect(
+    corpus: Corpus,
+    kinds: tuple[str, ...],
+    taken: set[str],
+    seen: dict[str, set[str]],
+    dropped: dict[str, int],
+    decided: set[str],
+    negatives: int,
+    positives: int,
+) -> tuple[list[Proposal], list[Proposal], dict[str, Candidate], int]:
+    """Candidates in turn until there are enough proposals: a sentence gives at most one negative and one positive,
+    a question is asked once, and a decided (accepted or rejected) proposal is never made again."""
+    neg: list[Proposal] = []
+    pos: list[Proposal] = []
+    traps: dict[str, Candidate] = {}
+    used: set[tuple[str, str]] = set()
+    n = 0
+    for c in _round_robin(corpus, kinds, taken):
+        if len(neg) >= negatives and len(pos) >= positives:
+            break
+        n += 1
+        if len(neg) < negatives and ("n", c.sentence.text) not in used:
+            p = _negative(c, corpus, seen, dropped)
+            if p and p.suggestion_id not in decided and all(p.question != q.question for q in neg):
+                neg.append(p)
+                traps[p.suggestion_id] = c
+                used.add(("n", c.sentence.text))
+                continue
+        if len(pos) < positives and ("p", c.sentence.text) not in used:
+            p = _positive(c, corpus, dropped)
+            if p and p.suggestion_id not in decided:
+                pos.append(p)
+                used.add(("p", c.sentence.text))
+    return neg, pos, traps, n
+
+
 def _rank(settings: Settings, proposals: list[Proposal], corpus: Corpus, embedder: Embedder | None, log: Log) -> str:
     """Retrieve every question under the current settings: the quote's rank, and the retrieved passages kept as
-    evidence (with why none answers). Returns the embedder's tag."""
+    evidence. Returns the embedder's tag."""
     emb = embedder or load_embedder(settings.embedder, settings.models_dir)
     table = open_table(open_store(settings), emb.tag, emb.dims)
     k, mode = settings.retriever.k, settings.retriever.mode
@@ -206,6 +242,7 @@ def suggest(
         [
             "negative: every sibling qualifier is answered in the corpus",
             "negative: no sibling",
+            "negative: a retrieved passage may answer it in other words",
             "positive: the corpus states another value elsewhere",
         ],
         0,
@@ -213,27 +250,8 @@ def suggest(
     decided = {
         r[0] for r in con.execute("SELECT suggestion_id FROM golden_suggestions WHERE decision IS NOT NULL").fetchall()
     }
-    neg: list[Proposal] = []
-    pos: list[Proposal] = []
-    used: set[tuple[str, str]] = set()
-    asked: set[str] = set()
-    n_candidates = 0
-    for c in _round_robin(corpus, kinds, set(taken)):
-        if len(neg) >= negatives and len(pos) >= positives:
-            break
-        n_candidates += 1
-        if len(neg) < negatives and ("n", c.sentence.text) not in used:
-            p = _negative(c, corpus, seen, dropped)
-            if p and p.suggestion_id not in decided and p.question not in asked:  # a rejected one is never made again
-                neg.append(p)
-                asked.add(p.question)
-                used.add(("n", c.sentence.text))
-                continue
-        if len(pos) < positives and ("p", c.sentence.text) not in used:
-            p = _positive(c, corpus, dropped)
-            if p and p.suggestion_id not in decided:
-                pos.append(p)
-                used.add(("p", c.sentence.text))
+    spare = negatives + (negatives + 3) // 4  # a retrieved passage may still answer a few: they are dropped below
+    neg, pos, traps, n_candidates = _collect(corpus, kinds, set(taken), seen, dropped, decided, spare, positives)
     log(
         f"{len(neg)} negative and {len(pos)} positive proposal(s) from {n_candidates} candidate(s) in {n_chunks} chunks"
     )
@@ -243,6 +261,15 @@ def suggest(
 
         rephrase(settings, proposals, log)
     emb_tag = _rank(settings, proposals, corpus, embedder, log) if proposals else ""
+    kept_neg = []
+    for p in neg:
+        retrieved = corpus.neighbours(r["chunk_id"] for r in p.evidence.get("retrieved", []))
+        other = corpus.unnamed_answer(traps[p.suggestion_id], retrieved)
+        if other:
+            dropped["negative: a retrieved passage may answer it in other words"] += 1
+        else:
+            kept_neg.append(p)
+    proposals = kept_neg[:negatives] + pos
     proposals.sort(key=lambda p: (p.kind != "negative", p.rank is None, p.rank or 0, p.suggestion_id))
     _store(con, settings, proposals, emb_tag)
     return Suggestions(proposals, dropped, n_chunks, n_candidates, time.perf_counter() - t0, emb_tag)

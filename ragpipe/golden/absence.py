@@ -92,6 +92,19 @@ class Corpus:
     def neighbours(self, chunk_ids: Iterable[str]) -> list[Sentence]:
         return [s for cid in chunk_ids for s in self.by_chunk.get(cid, [])]
 
+    def unnamed_answer(self, c: Candidate, retrieved: Iterable[Sentence]) -> Sentence | None:
+        """A retrieved sentence (outside the trap's chunk) that states what is asked, where neither it nor its
+        document names any qualifier of the kind: it may answer the question in words the search cannot read."""
+        group = c.qualifier.group
+        for s in retrieved:
+            if s.chunk_id == c.sentence.chunk_id or any(q.group == group for q in qualifiers(s.text)):
+                continue
+            if any(q.group == group for q in qualifiers(s.doc_id + "\n" + self.documents.get(s.doc_id, ""))):
+                continue
+            if self.share(c.attribute, s.words) >= PAIRS and _states_alike(c.value, s.text):
+                return s
+        return None
+
 
 def _stems(words: frozenset[str]) -> frozenset[str]:
     return frozenset(w if any(ch.isdigit() for ch in w) else w[:4] for w in words)

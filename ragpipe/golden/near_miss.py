@@ -85,7 +85,7 @@ class Candidate:
     sentence: Sentence
     value: Span
     qualifier: Span
-    attribute: frozenset[str]  # the sentence's content words, less the value's and the qualifier's
+    attribute: frozenset[str]
 
 
 def sentences_of(chunk_id: str, doc_id: str, text: str) -> Iterator[Sentence]:
@@ -101,8 +101,15 @@ def sentences_of(chunk_id: str, doc_id: str, text: str) -> Iterator[Sentence]:
         for unit in units:
             for raw in _SENTENCE_END.split(unit):
                 s = raw.strip()
-                if 30 <= len(s) <= 400:
+                if 30 <= len(s) <= 400 and _prose(s):
                     yield Sentence(chunk_id, doc_id, s, frozenset(content_words(s)))
+
+
+def _prose(text: str) -> bool:
+    """Running text, not code or a table flattened into a line (a run of spaces, a fence, mostly symbols)."""
+    if "```" in text or re.search(r"\S {3,}\S", text):
+        return False
+    return sum(ch.isalpha() or ch == " " for ch in text) >= 0.6 * len(text)
 
 
 def qualifiers(text: str, groups: Iterable[str] = QUALIFIER_KINDS) -> list[Span]:
@@ -128,6 +135,8 @@ def values(text: str, besides: Iterable[Span]) -> list[Span]:
             if any(start < t.end and t.start < end for t in taken + found):
                 continue
             if kind == "count":
+                if _LABELS.search(text[:start]):
+                    continue  # "axis 2", "section 4": a number that names, not one that counts
                 noun = _noun(m.group("noun"))
                 if not noun and not _STATED.search(text[:start]):
                     continue
@@ -140,6 +149,11 @@ _NOT_NOUNS = set(
     "was were is are be been has have had in of to and or for at on by with from as that which per than into over "
     "under after before during since each the a an more less most least new may might can could will would should "
     "must not also only still".split()
+)
+_LABELS = re.compile(
+    r"\b(?:axis|step|section|chapter|page|figure|table|item|line|level|phase|tier|class|type|rule|article|clause|"
+    r"part|stage|grade|no\.?|number|model|port|room|floor|unit|appendix|listing|exhibit|schedule)\s$",
+    re.I,
 )
 _STATED = re.compile(r"\b(?:was|were|is|are|reached|totaled|totalled|of|at)\s$")
 
