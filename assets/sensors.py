@@ -5,6 +5,7 @@ from typing import Any
 import dagster as dg
 
 from assets.resources import RagpipeResource
+from assets.staleness import ON_DEMAND_GROUPS
 from ragpipe.ingest import scan_corpus
 from ragpipe.settings import Settings
 
@@ -17,9 +18,9 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 def corpus_job() -> Any:
     return dg.define_asset_job(
         "corpus_change",
-        selection=dg.AssetSelection.assets("corpus").downstream(),
+        selection=dg.AssetSelection.assets("corpus").downstream() - dg.AssetSelection.groups(*ON_DEMAND_GROUPS),
         config=QUIET,
-        description="What a corpus change makes stale: the corpus and everything below it.",
+        description="What a corpus change makes stale: the corpus and everything below it (less what runs on demand).",
     )
 
 

@@ -327,7 +327,7 @@ def test_suggested_tests_are_proposed_with_evidence_accepted_and_run(
     assert cli(proj, capsys, "golden", "validate")[0] == 0
     rejected = negatives[-1][0]
     assert cli(proj, capsys, "golden", "suggest", "--reject", rejected)[0] == 0
-    assert cli(proj, capsys, "golden", "suggest", "--accept", accept[0])[0] == 2  # already decided
+    assert main(["--settings", str(proj.settings_file), "golden", "suggest", "--accept", accept[0]]) == 2
     assert "already decided" in capsys.readouterr().err
 
     ci(proj, capsys)
