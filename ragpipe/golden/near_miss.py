@@ -246,7 +246,7 @@ def siblings(q: Span, seen: dict[str, set[str]]) -> list[str]:
     (those the corpus names first), other names of the same pattern the corpus holds (SHA-256 -> SHA-512)."""
     if q.group == "periods":
         year = int(re.search(_YEAR, q.text).group(0))  # type: ignore[union-attr]
-        out = [_shift_year(q.text, y) for y in (year - 1, year + 1, year - 2)]
+        out = [_shift_year(q.text, y) for y in (year - 1, year + 1, year - 2) if re.fullmatch(_YEAR, str(y))]
         if q.kind == "quarter":
             ordinal = q.text.split()[0]
             i = _ORDINALS.index(ordinal.lower())
