@@ -52,6 +52,7 @@ class Corpus:
         self.documents = documents  # doc id -> its text as chunked (the path is part of what names a qualifier)
         self.by_chunk: dict[str, list[Sentence]] = {}
         self.df: dict[str, int] = {}
+        self._groups: dict[str, frozenset[str]] = {}
         for s in self.sentences:
             for w in s.words:
                 self.df[w] = self.df.get(w, 0) + 1
@@ -62,11 +63,13 @@ class Corpus:
         no other qualifier of its group (a sentence that says "in 2023" is not said of the 2022 in its title)."""
         docs = {d for d, text in self.documents.items() if pattern.search(d) or pattern.search(text)}
         pool = self.sentences if within is None else within
-        return [
-            s
-            for s in pool
-            if pattern.search(s.text) or (s.doc_id in docs and not any(q.group == group for q in qualifiers(s.text)))
-        ]
+        return [s for s in pool if pattern.search(s.text) or (s.doc_id in docs and group not in self.groups_of(s.text))]
+
+    def groups_of(self, text: str) -> frozenset[str]:
+        """The kinds of qualifier a sentence or a document names, read once per text (every search asks again)."""
+        if text not in self._groups:
+            self._groups[text] = frozenset(q.group for q in qualifiers(text))
+        return self._groups[text]
 
     def share(self, attribute: frozenset[str], words: frozenset[str]) -> float:
         """How much of the attribute a sentence holds, each word weighted by its rarity in the corpus (a word of every
@@ -97,9 +100,9 @@ class Corpus:
         document names any qualifier of the kind: it may answer the question in words the search cannot read."""
         group = c.qualifier.group
         for s in retrieved:
-            if s.chunk_id == c.sentence.chunk_id or any(q.group == group for q in qualifiers(s.text)):
+            if s.chunk_id == c.sentence.chunk_id or group in self.groups_of(s.text):
                 continue
-            if any(q.group == group for q in qualifiers(s.doc_id + "\n" + self.documents.get(s.doc_id, ""))):
+            if group in self.groups_of(s.doc_id + "\n" + self.documents.get(s.doc_id, "")):
                 continue
             if self.share(c.attribute, s.words) >= PAIRS and _states_alike(c.value, s.text):
                 return s
