@@ -103,7 +103,16 @@ def _before_latest_materialization(instance: dg.DagsterInstance, key: dg.AssetKe
     if record is None:
         return False
     latest = instance.get_latest_materialization_event(key)
-    return latest is not None and record.create_timestamp < latest.timestamp
+    return latest is not None and _planned_at(instance, record) < latest.timestamp
+
+
+def _planned_at(instance: dg.DagsterInstance, record: Any) -> float:
+    """When the check was planned, to the sub-second: the record's own create_timestamp is whole seconds on
+    SQLite, so a report made in the same second as the materialization would read as made before it."""
+    if not record.run_id:  # a runless report: planned and evaluated at once
+        return record.event.timestamp if record.event is not None else record.create_timestamp
+    run = instance.get_run_record_by_id(record.run_id)
+    return run.start_time if run is not None and run.start_time else record.create_timestamp
 
 
 def report_changes(graph: BaseAssetGraph, instance: dg.DagsterInstance) -> list[dg.AssetKey]:
