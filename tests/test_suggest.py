@@ -134,3 +134,23 @@ def test_a_rewording_must_keep_the_qualifier_and_every_number_and_name() -> None
     assert (
         kept(template, "Sure! Here it is:\nWhich HaloOS version ... May 9, 2022?", "May 9, 2022") == "not one question"
     )
+
+
+def test_only_a_readable_sentence_stating_a_whole_value_becomes_a_question() -> None:
+    """Sentences from real manuals that once made garbled questions ("protocol indicator http/how many when no
+    context", "written by where Winter?"): a value must be a number of things or a whole name, and the sentence
+    running prose a person could be asked back."""
+    garbled = [
+        "Changed in version 3.10: This class now sends an ALPN extension with protocol indicator http/1.1 when no "
+        "context is given.",  # a command-line token, and "1.1 when no" is no count
+        "A clamp value of 1 allows compatibility with the fixed-width decimal interchange formats specified in "
+        "IEEE 854.",  # "1 allows": a number, not a number of things
+        "Version 0.21: Adds a section on the functional module written by Collin Winter.",  # half a name
+        "Who August 1992 Bruce Perens April 1996 Ian Jackson January 1998 Wichert Akkerman January 1999 Ben "
+        "Collins.",  # a table of dates flattened into a line
+        "the sources were released in 2019 under 4 licences.",  # a fragment, not a sentence
+    ]
+    for text in garbled:
+        assert candidates(_sentence(text)) == [], text
+    (c,) = candidates(_sentence("In 1931 the county recorded 412 permits across its eleven towns."))
+    assert question(c, "1932") == "In 1932 the county recorded how many permits across its eleven towns?"

@@ -112,6 +112,31 @@ def _prose(text: str) -> bool:
     return sum(ch.isalpha() or ch == " " for ch in text) >= 0.6 * len(text)
 
 
+_WORD = re.compile(r"^[(\"'“‘]?[A-Za-z][A-Za-z'’-]*[)\"'”’,.;:?]*$")
+_CODE_CHARS = re.compile(r"[=/\\{}\[\]<>|#@~^*_•⇒]")
+
+
+def _askable(text: str) -> bool:
+    """A sentence a question can be made of: it opens with a capital and ends with a full stop, 6-50 words, mostly
+    words (not a flattened table, a command line, a list of dates), no code characters and few numbers."""
+    tokens = text.split()
+    if not (text[0].isupper() and text.endswith(".") and 6 <= len(tokens) <= 50) or _CODE_CHARS.search(text):
+        return False
+    numbers = sum(any(ch.isdigit() for ch in t) for t in tokens)
+    return numbers <= 3 and sum(bool(_WORD.match(t)) for t in tokens) >= 0.8 * (len(tokens) - numbers)
+
+
+def _readable(asked: str) -> bool:
+    """A question a person could read: five words or more, opening with a word, its brackets and quotes closed."""
+    pairs = [("(", ")"), ("“", "”"), ("[", "]")]
+    return (
+        len(asked.split()) >= 5
+        and bool(re.match(r"[A-Z][a-z]*\b", asked))
+        and asked.count('"') % 2 == 0
+        and all(asked.count(a) == asked.count(b) for a, b in pairs)
+    )
+
+
 def qualifiers(text: str, groups: Iterable[str] = QUALIFIER_KINDS) -> list[Span]:
     taken: list[Span] = []
     for group, kind, pattern in _QUALIFIERS:
@@ -140,6 +165,8 @@ def values(text: str, besides: Iterable[Span]) -> list[Span]:
                 noun = _noun(m.group("noun"))
                 if not noun and not _STATED.search(text[:start]):
                     continue
+                if noun and not _counted(m.group(0)[: m.start("noun") - m.start()], noun):
+                    continue  # "1.1 when no", "2 scheme", "0 it returns": not a number of things
                 end = m.start("noun") + (len(noun) + 1 if noun else 0)
             found.append(Span(kind, text[start:end], start, end))
     return sorted(found, key=lambda s: s.start)
@@ -148,7 +175,8 @@ def values(text: str, besides: Iterable[Span]) -> list[Span]:
 _NOT_NOUNS = set(
     "was were is are be been has have had in of to and or for at on by with from as that which per than into over "
     "under after before during since each the a an more less most least new may might can could will would should "
-    "must not also only still".split()
+    "must not also only still when where while if then so it its this these those across among against within "
+    "without about".split()
 )
 _LABELS = re.compile(
     r"\b(?:axis|step|section|chapter|page|figure|table|item|line|level|phase|tier|class|type|rule|article|clause|"
@@ -156,6 +184,18 @@ _LABELS = re.compile(
     re.I,
 )
 _STATED = re.compile(r"\b(?:was|were|is|are|reached|totaled|totalled|of|at)\s$")
+
+
+_UNITS = set(
+    "mm cm m km kg g mg lb ms s min h kb mb gb tb kib mib gib bytes bits hz khz mhz ghz px pt dpi usd eur".split()
+)
+
+
+def _counted(number: str, noun: str) -> bool:
+    """A count is a whole number of things: a plural noun ("400 developers") or a unit ("912 mm", "7 bits")."""
+    words = noun.split()
+    plural = any(w.endswith("s") and not w.endswith(("ss", "us", "is")) for w in (words[0], words[-1]))
+    return "." not in number and ((plural and number != "1") or words[0].lower() in _UNITS)
 
 
 def _noun(words: str) -> str:
@@ -173,7 +213,7 @@ def candidates(sentence: Sentence, groups: Iterable[str] = QUALIFIER_KINDS) -> l
     list, and its question would be ambiguous; a qualifier in another clause is not what the value is said of (one
     that opens the sentence, "In 2006, ...", is said of all of it)."""
     text = sentence.text
-    quals = qualifiers(text, groups)
+    quals = qualifiers(text, groups) if _askable(text) else []
     if not quals:
         return []
     vals = values(text, qualifiers(text)) or names(text, qualifiers(text))
@@ -191,7 +231,7 @@ def candidates(sentence: Sentence, groups: Iterable[str] = QUALIFIER_KINDS) -> l
             continue  # the qualifier is said of another clause than the value
         asked = question(Candidate(sentence, v, q, frozenset()))
         attribute = frozenset(content_words(asked) - content_words(q.text) - _ASKING)
-        if attribute:
+        if attribute and _readable(asked):
             out.append(Candidate(sentence, v, q, attribute))
     return out
 
@@ -224,6 +264,8 @@ def names(text: str, besides: Iterable[Span]) -> list[Span]:
         before, after = text[: e.start_char].split()[-1:], text[e.end_char :]
         if re.match(r"\s*[a-z]|'s|\)", after) or (before and before[0] not in _GOVERNS and not before[0].endswith(",")):
             continue
+        if re.match(r"\s[A-Z]", after) or not re.fullmatch(r"(?:the )?[A-Z][A-Za-z.' -]*[a-z]", e.text):
+            continue  # "Collin" of "Collin Winter", "David A.": part of a longer name, or not a name
         found.append(Span(e.label_, e.text, e.start_char, e.end_char))
     return found
 
