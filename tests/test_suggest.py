@@ -149,8 +149,13 @@ def test_only_a_readable_sentence_stating_a_whole_value_becomes_a_question() -> 
         "Who August 1992 Bruce Perens April 1996 Ian Jackson January 1998 Wichert Akkerman January 1999 Ben "
         "Collins.",  # a table of dates flattened into a line
         "the sources were released in 2019 under 4 licences.",  # a fragment, not a sentence
+        "Your key length must be greater than 2048 bits (4096 bits is preferred) for every new key.",  # no year
+        "In 1960’s MPS file was a deck of 80-column punched cards, so the word card stayed.",  # a decade
+        "The exception hierarchy is defined by the DB-API 2.0 (PEP 249) for all drivers.",  # a citation
     ]
     for text in garbled:
         assert candidates(_sentence(text)) == [], text
     (c,) = candidates(_sentence("In 1931 the county recorded 412 permits across its eleven towns."))
     assert question(c, "1932") == "In 1932 the county recorded how many permits across its eleven towns?"
+    (c,) = candidates(_sentence("He embarked on a plan for the 1758 campaign that was largely developed by Loudoun."))
+    assert question(c, "1757") == "He embarked on a plan for the 1757 campaign that was largely developed by whom?"

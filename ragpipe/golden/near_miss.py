@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
+from ragpipe.golden.askable import askable, readable
 from ragpipe.reading import content_words
 
 QUALIFIER_KINDS = ("periods", "versions", "names")  # what a qualifier can be (--kinds)
@@ -16,6 +17,8 @@ QUALIFIER_KINDS = ("periods", "versions", "names")  # what a qualifier can be (-
 _ORDINALS = ["first", "second", "third", "fourth"]
 _MONTHS = "January February March April May June July August September October November December".split()
 _YEAR = r"(?:1[5-9]\d\d|20[0-4]\d)"
+# a number followed by what it counts is a count, not a year ("2048 bits", "1500 packages", "1960's" a decade)
+_COUNTED = r" (?!(?:was|has|is|as|its|this|thus|his|plus|versus|across|towards|always|perhaps)\b)[a-z]+[^s\W]s\b| (?:bits?|bytes?|px|km|kg|mm)\b"
 
 # Qualifiers, most specific first: a span taken by one is not read again by a later one.
 _QUALIFIERS: list[tuple[str, str, re.Pattern[str]]] = [
@@ -27,9 +30,17 @@ _QUALIFIERS: list[tuple[str, str, re.Pattern[str]]] = [
     ("periods", "q", re.compile(rf"\bQ([1-4])(\s?|\s+FY\s?|\s+of\s+)({_YEAR})\b")),
     ("periods", "month", re.compile(rf"\b(?:\d{{1,2}} )?({'|'.join(_MONTHS)})( \d{{1,2}},)? ({_YEAR})\b")),
     ("periods", "fy", re.compile(rf"\b(FY\s?|fiscal (?:year )?)({_YEAR})\b", re.I)),
-    ("periods", "year", re.compile(rf"(?<![\w.$\u2013\u2014-]){_YEAR}(?![\w.%\u2013\u2014-]|,\d)")),
+    (
+        "periods",
+        "year",
+        re.compile(rf"(?<![\w.$\u2013\u2014-]){_YEAR}(?![\w.%\u2013\u2014-]|,\d|['\u2019]s\b|{_COUNTED})"),
+    ),
     ("versions", "version", re.compile(r"\b(version|release|Python|Debian|v)\s?(\d+\.\d+(?:\.\d+)?)\b(?!\.\d)", re.I)),
-    ("names", "shaped", re.compile(r"\b([A-Z][A-Za-z]{1,9})-(\d{1,5})\b|\b([A-Z]{2,6}) (\d{1,5})\b(?![.,]\d)")),
+    (
+        "names",
+        "shaped",
+        re.compile(r"\b([A-Z][A-Za-z]{1,9})-(\d{1,5})\b(?!\.\d)|\b([A-Z]{2,6}) (\d{1,5})\b(?![.,-]\d)"),
+    ),
     ("names", "code", re.compile(r"`([A-Za-z_][\w-]*(?:::|\.)[A-Za-z_][\w-]*)`")),
 ]
 
@@ -39,7 +50,7 @@ _VALUES: list[tuple[str, re.Pattern[str]]] = [
     ("percent", re.compile(r"\b\d+(?:\.\d+)?\s?(?:%|percent\b)", re.I)),
     ("date", re.compile(rf"\b(?:{'|'.join(_MONTHS)}) \d{{1,2}}, {_YEAR}\b")),
     ("version", re.compile(r"\b(?:version\s|v)?\d+\.\d+\.\d+\b|\b[A-Z][\w-]* (?P<v>\d+\.\d+)\b(?!\.\d|%)")),
-    ("count", re.compile(r"(?<![\w.$-])\d(?:[\d,]*\d)?(?:\.\d+)?(?P<noun>(?: [a-z][a-z-]+){0,2})(?![\w%])")),
+    ("count", re.compile(r"(?<![\w.$-])\d(?:[\d,]*\d)?(?:\.\d+)?(?P<noun>(?: [a-z][a-z-]+){0,2})(?![\w%-])")),
     ("code", re.compile(r"`[^`\n]{1,40}`")),
 ]
 _WH = {
@@ -112,31 +123,6 @@ def _prose(text: str) -> bool:
     return sum(ch.isalpha() or ch == " " for ch in text) >= 0.6 * len(text)
 
 
-_WORD = re.compile(r"^[(\"'“‘]?[A-Za-z][A-Za-z'’-]*[)\"'”’,.;:?]*$")
-_CODE_CHARS = re.compile(r"[=/\\{}\[\]<>|#@~^*_•⇒]")
-
-
-def _askable(text: str) -> bool:
-    """A sentence a question can be made of: it opens with a capital and ends with a full stop, 6-50 words, mostly
-    words (not a flattened table, a command line, a list of dates), no code characters and few numbers."""
-    tokens = text.split()
-    if not (text[0].isupper() and text.endswith(".") and 6 <= len(tokens) <= 50) or _CODE_CHARS.search(text):
-        return False
-    numbers = sum(any(ch.isdigit() for ch in t) for t in tokens)
-    return numbers <= 3 and sum(bool(_WORD.match(t)) for t in tokens) >= 0.8 * (len(tokens) - numbers)
-
-
-def _readable(asked: str) -> bool:
-    """A question a person could read: five words or more, opening with a word, its brackets and quotes closed."""
-    pairs = [("(", ")"), ("“", "”"), ("[", "]")]
-    return (
-        len(asked.split()) >= 5
-        and bool(re.match(r"[A-Z][a-z]*\b", asked))
-        and asked.count('"') % 2 == 0
-        and all(asked.count(a) == asked.count(b) for a, b in pairs)
-    )
-
-
 def qualifiers(text: str, groups: Iterable[str] = QUALIFIER_KINDS) -> list[Span]:
     taken: list[Span] = []
     for group, kind, pattern in _QUALIFIERS:
@@ -159,6 +145,8 @@ def values(text: str, besides: Iterable[Span]) -> list[Span]:
             start, end = m.span("v") if "v" in pattern.groupindex and m.group("v") else m.span()
             if any(start < t.end and t.start < end for t in taken + found):
                 continue
+            if kind == "version" and m.group("v") and m.group(0).split()[0].lower() in _NOT_NOUNS:
+                continue  # "In 3.1 this was changed": a word, not the name of what has the version
             if kind == "count":
                 if _LABELS.search(text[:start]):
                     continue  # "axis 2", "section 4": a number that names, not one that counts
@@ -213,7 +201,7 @@ def candidates(sentence: Sentence, groups: Iterable[str] = QUALIFIER_KINDS) -> l
     list, and its question would be ambiguous; a qualifier in another clause is not what the value is said of (one
     that opens the sentence, "In 2006, ...", is said of all of it)."""
     text = sentence.text
-    quals = qualifiers(text, groups) if _askable(text) else []
+    quals = qualifiers(text, groups) if askable(text) else []
     if not quals:
         return []
     vals = values(text, qualifiers(text)) or names(text, qualifiers(text))
@@ -222,8 +210,8 @@ def candidates(sentence: Sentence, groups: Iterable[str] = QUALIFIER_KINDS) -> l
     v = vals[0]
     out = []
     for q in quals:
-        if _BOUNDING.search(text[: q.start]):
-            continue  # "since 2002", "until 1990": a bound, and another year inside it may be answered by it
+        if _BOUNDING.search(text[: q.start]) or text.count("(", 0, q.start) > text.count(")", 0, q.start):
+            continue  # "since 2002": a bound, another year inside it may be answered by it; "(PEP 249)": a citation
         between = text[min(v.end, q.end) : max(v.start, q.start)]
         if q.end <= v.start and _OPENING.match(text[: q.start]) and text[q.end : q.end + 1] in (",", ":"):
             between = between[1:]  # "In 2006, 304,016 companies were registered": the opening phrase governs it
@@ -231,7 +219,7 @@ def candidates(sentence: Sentence, groups: Iterable[str] = QUALIFIER_KINDS) -> l
             continue  # the qualifier is said of another clause than the value
         asked = question(Candidate(sentence, v, q, frozenset()))
         attribute = frozenset(content_words(asked) - content_words(q.text) - _ASKING)
-        if attribute and _readable(asked):
+        if attribute and readable(asked):
             out.append(Candidate(sentence, v, q, attribute))
     return out
 
@@ -362,6 +350,8 @@ def question(c: Candidate, new_qualifier: str | None = None) -> str:
     percentage?")."""
     text, v, q = c.sentence.text, c.value, c.qualifier
     wh, v_start = _wh(v), v.start
+    if v.kind in _NAMED and re.search(r"\bby $", text[: v.start]):
+        wh = "whom"  # "largely developed by Loudoun" -> "largely developed by whom"
     named = re.search(r"([A-Z][\w-]*) $", text[: v.start]) if v.kind == "version" else None
     if named:  # "HaloOS 4.0 was released ..." -> "Which HaloOS version was released ..."
         wh, v_start = f"which {named.group(1)} version", named.start()

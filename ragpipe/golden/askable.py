@@ -1,0 +1,30 @@
+"""What a person can be asked: a trap sentence must be running prose (not a flattened table, a command line or a
+fragment), and the question made of it must read as one."""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"^[(\"'“‘]?[A-Za-z][A-Za-z'’-]*[)\"'”’,.;:?]*$")
+_CODE_CHARS = re.compile(r"[=/\\{}\[\]<>|#@~^*_•⇒]")
+
+
+def askable(text: str) -> bool:
+    """A sentence a question can be made of: it opens with a capital and ends with a full stop, 8-50 words, mostly
+    words (not a flattened table, a command line, a list of dates), no code characters and few numbers."""
+    tokens = text.split()
+    if not (text[0].isupper() and text.endswith(".") and 8 <= len(tokens) <= 50) or _CODE_CHARS.search(text):
+        return False
+    numbers = sum(any(ch.isdigit() for ch in t) for t in tokens)
+    return numbers <= 3 and sum(bool(_WORD.match(t)) for t in tokens) >= 0.8 * (len(tokens) - numbers)
+
+
+def readable(asked: str) -> bool:
+    """A question a person could read: five words or more, opening with a word, its brackets and quotes closed."""
+    pairs = [("(", ")"), ("“", "”"), ("[", "]")]
+    return (
+        len(asked.split()) >= 5
+        and bool(re.match(r"[A-Z][a-z]*\b", asked))
+        and asked.count('"') % 2 == 0
+        and all(asked.count(a) == asked.count(b) for a, b in pairs)
+    )
