@@ -21,6 +21,7 @@ from ragpipe.golden import (
     next_ids,
     qualifiers,
     question,
+    readable,
     remember,
     sentences_of,
     siblings,
@@ -159,3 +160,16 @@ def test_only_a_readable_sentence_stating_a_whole_value_becomes_a_question() -> 
     assert question(c, "1932") == "In 1932 the county recorded how many permits across its eleven towns?"
     (c,) = candidates(_sentence("He embarked on a plan for the 1758 campaign that was largely developed by Loudoun."))
     assert question(c, "1757") == "He embarked on a plan for the 1757 campaign that was largely developed by whom?"
+
+
+def test_a_question_reads_as_a_whole_clause_asking_for_a_place_or_a_subject_plainly() -> None:
+    """Cut from a longer sentence, a question must still be a clause with a finite verb, not a phrase or a relative;
+    a place is asked "where" without its preposition, a subject "who" or "what"."""
+    assert not readable("Following the defeat of what in 1815?")  # no finite verb
+    assert not readable("In the course of what 1920?")
+    assert not readable("Which had been captured from where in 1713?")  # a relative clause cut loose
+    assert readable("In 2006, how many companies were registered in the city?")
+    (c,) = candidates(_sentence("French regular army reinforcements arrived in New France in May 1756."))
+    assert question(c, "May 1755") == "French regular army reinforcements arrived where in May 1755?"
+    (c,) = candidates(_sentence("Polonia was relegated from the country's top flight in 2013 because of debts."))
+    assert question(c, "2012").startswith("What was relegated from the country's top flight in 2012")

@@ -34,6 +34,7 @@ _EXPORTS = {
         "forms",
         "question",
     ],
+    "prose": ["askable", "readable"],
     "absence": ["Evidence", "Corpus", "agreeing"],
     "append": ["next_ids", "golden_object", "appended"],
     "quotes": ["quote_form", "plain_form", "html_form", "quote_forms", "closest_passage"],

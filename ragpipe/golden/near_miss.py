@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
-from ragpipe.golden.askable import askable, readable
+from ragpipe.golden.prose import askable, readable
 from ragpipe.reading import content_words
 
 QUALIFIER_KINDS = ("periods", "versions", "names")  # what a qualifier can be (--kinds)
@@ -197,31 +197,34 @@ def _noun(words: str) -> str:
 
 
 def candidates(sentence: Sentence, groups: Iterable[str] = QUALIFIER_KINDS) -> list[Candidate]:
-    """Every (value, qualifier) pair of a sentence with one value, in one clause: a sentence of several values is a
-    list, and its question would be ambiguous; a qualifier in another clause is not what the value is said of (one
-    that opens the sentence, "In 2006, ...", is said of all of it)."""
+    """Every (value, qualifier) pair said of each other: the one value in the qualifier's clause (two there are a
+    list, and the question would be ambiguous); a value in another clause is not said of the qualifier (one that
+    opens the sentence, "In 2006, ...", is said of all of it)."""
     text = sentence.text
     quals = qualifiers(text, groups) if askable(text) else []
     if not quals:
         return []
     vals = values(text, qualifiers(text)) or names(text, qualifiers(text))
-    if len(vals) != 1:
-        return []
-    v = vals[0]
     out = []
     for q in quals:
         if _BOUNDING.search(text[: q.start]) or text.count("(", 0, q.start) > text.count(")", 0, q.start):
             continue  # "since 2002": a bound, another year inside it may be answered by it; "(PEP 249)": a citation
-        between = text[min(v.end, q.end) : max(v.start, q.start)]
-        if q.end <= v.start and _OPENING.match(text[: q.start]) and text[q.end : q.end + 1] in (",", ":"):
-            between = between[1:]  # "In 2006, 304,016 companies were registered": the opening phrase governs it
-        if _CLAUSE_BREAK.search(between):
-            continue  # the qualifier is said of another clause than the value
-        asked = question(Candidate(sentence, v, q, frozenset()))
+        said = [v for v in vals if _said_of(text, v, q)]
+        if len(said) != 1:
+            continue
+        asked = question(Candidate(sentence, said[0], q, frozenset()))
         attribute = frozenset(content_words(asked) - content_words(q.text) - _ASKING)
         if attribute and readable(asked):
-            out.append(Candidate(sentence, v, q, attribute))
+            out.append(Candidate(sentence, said[0], q, attribute))
     return out
+
+
+def _said_of(text: str, v: Span, q: Span) -> bool:
+    """No clause break between the value and the qualifier, an opening phrase ("In 2006, ...") governing it all."""
+    between = text[min(v.end, q.end) : max(v.start, q.start)]
+    if q.end <= v.start and _OPENING.match(text[: q.start]) and text[q.end : q.end + 1] in (",", ":"):
+        between = between[1:]
+    return not _CLAUSE_BREAK.search(between)
 
 
 _BOUNDING = re.compile(
@@ -250,7 +253,10 @@ def names(text: str, besides: Iterable[Span]) -> list[Span]:
         if e.label_ not in _NAMED or any(e.start_char < t.end and t.start < e.end_char for t in taken):
             continue
         before, after = text[: e.start_char].split()[-1:], text[e.end_char :]
-        if re.match(r"\s*[a-z]|'s|\)", after) or (before and before[0] not in _GOVERNS and not before[0].endswith(",")):
+        modifies = re.match(r"\s*([a-z]+)", after)  # "the Warsaw area"; not "returned to Montreal in 1749"
+        if (modifies and modifies.group(1) not in _NOT_NOUNS | _GOVERNS) or re.match(r"'s|\)", after):
+            continue
+        if before and before[0] not in _GOVERNS and not before[0].endswith(","):
             continue
         if re.match(r"\s[A-Z]", after) or not re.fullmatch(r"(?:the )?[A-Z][A-Za-z.' -]*[a-z]", e.text):
             continue  # "Collin" of "Collin Winter", "David A.": part of a longer name, or not a name
@@ -355,7 +361,9 @@ def question(c: Candidate, new_qualifier: str | None = None) -> str:
     named = re.search(r"([A-Z][\w-]*) $", text[: v.start]) if v.kind == "version" else None
     if named:  # "HaloOS 4.0 was released ..." -> "Which HaloOS version was released ..."
         wh, v_start = f"which {named.group(1)} version", named.start()
-    pieces = sorted([(v_start, v.end, wh), (q.start, q.end, new_qualifier if new_qualifier is not None else q.text)])
+    place = re.search(r"\b(?:in|at|to) $", text[: v.start]) if wh == "where" else None
+    if place:  # "arrived in New France" -> "arrived where"
+        v_start = place.start()
     end = max(v.end, q.end)
     cut = _CLAUSE_END.search(text, end)
     stop = cut.start() if cut else len(text)
@@ -363,6 +371,9 @@ def question(c: Candidate, new_qualifier: str | None = None) -> str:
     opening = _CLAUSE_START.match(text) if q.start == first else None
     breaks = [m.end() for m in _CLAUSE_BREAK.finditer(text, 0, first) if not opening or m.start() >= opening.end()]
     out, at = [], breaks[-1] if breaks else 0  # from the start of the clause that holds both
+    if v.kind in _NAMED and not re.sub(r"(?i)\bthe\b", "", text[at:v_start]).strip():
+        wh = "who" if v.kind == "PERSON" else "what"  # the subject: "Polonia was relegated" -> "What was relegated"
+    pieces = sorted([(v_start, v.end, wh), (q.start, q.end, new_qualifier if new_qualifier is not None else q.text)])
     for s, e, repl in pieces:
         out += [text[at:s], repl]
         at = e

