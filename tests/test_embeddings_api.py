@@ -31,8 +31,7 @@ class Server:
         return json.loads(urllib.request.urlopen(self.base_url.replace("/v1", "/_requests"), timeout=10).read())
 
     def stop(self) -> None:
-        self.proc.p.terminate()
-        self.proc.p.wait(timeout=20)
+        self.proc.stop()
 
 
 def test_vectors_batches_retries_and_the_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -40,8 +40,7 @@ class App:
         self.url = f"http://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
-        self.proc.p.terminate()
-        self.proc.p.wait(timeout=20)
+        self.proc.stop()
 
 
 def _configure(p: Project, subject: dict[str, Any]) -> None:
