@@ -32,6 +32,7 @@ _EXPORTS = {
         "unsupported",
     ],
     "polarity": ["opposed"],
+    "attribution": ["swapped"],
     "match": [
         "months",
         "digits",

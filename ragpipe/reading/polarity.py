@@ -31,7 +31,7 @@ def stem(word: str) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _sentences(text: str) -> tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]:
+def sentences(text: str) -> tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]:
     """The retrieved text's sentences with their words and the words' stems, read once for every clause."""
     out = []
     for sentence in _SENTENCE.split(text):
@@ -73,7 +73,7 @@ def opposed(clause: str, g: Grounds, known: str = "") -> str | None:
     for pred, negated in predicates(clause):
         target, mine = stem(pred), base - {stem(pred)}
         said = set()  # the polarities the retrieved text gives the predicate where it says what the clause says
-        for sentence, tokens, stems in _sentences(g.text):
+        for sentence, tokens, stems in sentences(g.text):
             at = [i for i, w in enumerate(tokens) if stems[i] == target]
             if at and len(mine & set(stems)) >= 2:
                 said |= {(any(_negator(w) for w in tokens[max(0, i - 3) : i]), sentence) for i in at}

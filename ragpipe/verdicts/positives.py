@@ -41,14 +41,23 @@ def _shape(token: str) -> str:
 
 def rival_first(answer: str, expected: str, question: str) -> str | None:
     """For a choice the question offers ("the HR-200 or the HR-400?"): another option of the same form as the
-    expected one, named in the answer before it ("The HR-200 is the heavier arm, while the HR-400 is lighter")."""
+    expected one, named in the answer before it ("The HR-200 is the heavier arm, while the HR-400 is lighter").
+    A plain word's options are the words the question joins with "or" ("fixed or free?")."""
     e = expected.strip()
     if " " in e or e.lower() not in question.lower():
         return None
-    options = {t for t in re.findall(r"[\w.\-]+", question) if t.lower() != e.lower() and _shape(t) == _shape(e)}
-    text = answer.lower()
-    at = text.find(e.lower())
-    firsts = [(text.find(o.lower()), o) for o in options if 0 <= text.find(o.lower()) < at]
+    if _shape(e) == "a":
+        joined = re.findall(r"([\w-]+)\s+or\s+([\w-]+)", question)
+        tokens = [t for pair in joined if e.lower() in (pair[0].lower(), pair[1].lower()) for t in pair]
+    else:
+        tokens = re.findall(r"[\w.\-]+", question)
+    options = {t for t in tokens if t.lower() != e.lower() and _shape(t) == _shape(e)}
+
+    def at(word: str) -> int:
+        m = re.search(r"(?<![\w.-])" + re.escape(word.lower()) + r"(?![\w-])", answer.lower())
+        return m.start() if m else -1
+
+    firsts = [(at(o), o) for o in options if 0 <= at(o) < at(e)]
     return min(firsts)[1] if firsts else None
 
 
@@ -247,4 +256,35 @@ def bound_denied(answer: str, expected: str) -> str | None:
                 m = re.search(r"\b" + rival + _NUMBER, ans)
                 if m:
                     return m.group(0).strip()
+    return None
+
+
+def denied_after(readings: list[Reading], stating: list[int], expected: str, question: str) -> str | None:
+    """The answer states the expected value, then denies it ("They're fixed... so really they aren't fixed
+    there"): the clause that denies it, or None."""
+    if len(stating) < 2 or standing(readings[stating[0]].clause, expected, question) == "negated":
+        return None
+    later = (readings[i].clause for i in stating[1:])
+    return next((c for c in later if standing(c, expected, question) == "negated"), None)
+
+
+def second_value(answer: str, readings: list[Reading], stating: list[int], expected: str, question: str) -> str | None:
+    """A clause after the expected number that speaks of what the question asks (two of its words) and gives it
+    another number, plainly ("The current version is 2.1. ... the current version you should treat as
+    authoritative is 2.0"): a second answer, or None. Table rows and code examples list, they do not answer."""
+    want = set(numbers(digits(expected)))
+    if not want or not stating:
+        return None
+    asked = content_words(question) - content_words(expected) - _SAID_OF
+    known, fences = want | set(numbers(digits(question))), _fenced(answer)
+    for i, r in enumerate(readings):
+        if i <= stating[0] or i in stating or r.refusal or len(content_words(r.clause) & asked) < 2:
+            continue
+        for f in facts(answer):
+            value = set(numbers(digits(f.text)))
+            row = answer[answer.rfind("\n", 0, f.start) + 1 : f.start].lstrip().startswith("|")
+            code = any(a <= f.start < b for a, b in fences)
+            if f.kind == "number" and in_clause(f.text, r.clause) and value and not (value & known or row or code):
+                if standing(answer, f.text, question) not in ("negated", "contrasted", "range", "alternative"):
+                    return r.clause
     return None

@@ -36,6 +36,7 @@ from ragpipe.reading import (
     outside,
     prepare,
     read_answer,
+    swapped,
     unwrap,
     versions,
 )
@@ -45,16 +46,20 @@ from ragpipe.verdicts.positives import (
     aside,
     bound_denied,
     concludes_otherwise,
+    denied_after,
     disowned,
     first_code,
     opposed_claim,
     rival_first,
     said_of_other,
+    second_value,
     states_core,
     whole,
 )
 
-IMPL_VERSION = "5"
+IMPL_VERSION = "6"
+# 6: beside the right value, a number taken from another statement of the retrieved text, the value denied after
+#    it, a second value for what was asked (needs_review); a plain word's options are those joined by "or".
 # 5: a claim the retrieved text contradicts beside the value, a bound given as exact, a negative with no word of
 #    denial, another version, self-corrections, table headers and source lists, KiB/MiB, tiny decimals.
 # 4: what a value is said of (parallel clauses), identifiers grounded as written, what a count question asks for,
@@ -140,9 +145,10 @@ def decide(
     if not text.strip():
         return v("fail", "empty answer")
     g = grounds(tuple(contexts), f"{test.question} {test.source or ''}")  # the document's name is no outside fact
+    passages = grounds(tuple(contexts), "")  # the retrieved texts alone: the question states nothing
     if test.kind == "negative":
         return _negative(test, text, readings, g, v)
-    return _positive(test, text, readings, g, v)
+    return _positive(test, text, readings, g, passages, v)
 
 
 def _negative(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, v: Any) -> Verdict:
@@ -223,7 +229,29 @@ def _not_the_answer(
     return None
 
 
-def _positive(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, v: Any) -> Verdict:
+def _unsaid(
+    text: str, readings: list[Reading], stating: list[int], passages: Grounds, expected: str, question: str
+) -> str | None:
+    """What else the answer says that the retrieved text does not: the value denied later, a second value for
+    what was asked, a number taken from another statement of the text."""
+    denied = denied_after(readings, stating, expected, question)
+    if denied:
+        return f"then denies it: {denied[:120]!r}"
+    other = second_value(text, readings, stating, expected, question)
+    if other:
+        return f"and another value for what was asked: {other[:120]!r}"
+    for i, r in enumerate(readings):
+        swap = (
+            None
+            if r.refusal
+            else swapped(text, r.clause, readings[i - 1].clause if i else "", passages, question, expected)
+        )
+        if swap:
+            return f"beside {swap}"
+    return None
+
+
+def _positive(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, passages: Grounds, v: Any) -> Verdict:
     expected, question = test.expected_answer, test.question
     refused = any(r.refusal for r in readings)
     m = answer_matches(text, expected, question)
@@ -268,6 +296,9 @@ def _positive(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, 
             return v(
                 "fail", f"states {expected!r}, beside a claim the retrieved text contradicts: {claim}", unsure=True
             )
+        unsaid = _unsaid(text, readings, stating, passages, expected, question)
+        if unsaid:
+            return v("fail", f"states {expected!r}, {unsaid}: for a reviewer", unsure=True)
         return v("pass", f"answer matches expected ({m.how})", how=m.how)
     if m.matched and all(readings[i].hedge for i in stating):
         return v("fail", f"states {expected!r} only as a guess: {readings[stating[0]].clause[:120]!r}")
