@@ -6,7 +6,8 @@ tests and the retrieved passages (never the rule, its code or docs/verdicts.md),
     .venv/bin/python bench/first_contact.py set1 --peers        # the same answers under plain matchers
 
 bench/data/first_contact/: `squad_contexts.jsonl` (the passages each SQuAD 2.0 test of ../shared/data/squad2_dev
-showed its answerer), `realdocs2_golden.jsonl` (30 tests over ../shared/data/realdocs, each with its passages), and
+showed its answerer), `realdocs2_golden.jsonl` and `realdocs3_golden.jsonl` (30 tests each over
+../shared/data/realdocs, each with its passages; the second over other documents, for set8 on), and
 one folder per set of answers (`question_id`, `style`, `answer`, `label`, `note`, `writer`; ambiguous ones, by flag or label, are left
 out). The anchor counts as retrieved and the passages are the retrieved texts the rule grounds answers in.
 
@@ -49,8 +50,7 @@ def golden() -> tuple[dict[str, GoldenTest], dict[str, list[str]]]:
     for line in (DATA / "squad_contexts.jsonl").read_text().splitlines():
         row = json.loads(line)
         contexts[row["question_id"]] = row["context"]
-    realdocs = DATA / "realdocs2_golden.jsonl"
-    if realdocs.exists():
+    for realdocs in sorted(DATA.glob("realdocs*_golden.jsonl")):  # realdocs2 (sets 1-7), realdocs3 (set8 on)
         tests.update({t.question_id: t for t in load_golden(realdocs).tests})
         for line in realdocs.read_text().splitlines():
             if line.strip():

@@ -6,7 +6,8 @@ from __future__ import annotations
 from ragpipe.golden import GoldenTest
 from ragpipe.rag import Answer
 from ragpipe.reading import answer_matches, grounds, is_refusal, read_answer, unwrap
-from ragpipe.reading.grounding import Fact, grounded, standing
+from ragpipe.reading.grounding import Fact, grounded
+from ragpipe.reading.stance import standing
 from ragpipe.verdicts import decide
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ragpipe.golden import GoldenTest
 from ragpipe.rag import Answer
-from ragpipe.reading import grounds, read_answer, swapped
+from ragpipe.reading import answer_matches, grounds, read_answer, standing, swapped
 from ragpipe.verdicts import decide
 from ragpipe.verdicts.positives import denied_after, second_value
 
@@ -94,3 +94,47 @@ def test_a_second_value_for_what_was_asked_is_never_a_pass() -> None:
     )
     table = "| Event | Version |\n|---|---|\n| First protocol version | 1.0 |\n| Current protocol version | 3.2 |"
     assert _verdict(version, table, text + " The first protocol version was 1.0.")[0] == "pass"
+
+
+def test_a_name_taken_from_another_statement_is_never_a_pass() -> None:
+    depot = DEPOT + " Later, Pavel Ek ran the repair shop."
+    verdict, reason = _verdict(TRUCKS, "120 trucks under Pavel Ek, who left the north yard on 9 March.", depot)
+    assert verdict == "needs_review" and ("marta" in reason or "lind" in reason)
+    assert _verdict(TRUCKS, "120 trucks under Marta Lind, who left the north yard on 9 March.", depot)[0] == "pass"
+    # a name in parentheses glosses; it makes no claim of its own
+    assert (
+        _verdict(TRUCKS, "120 trucks left the north yard on 9 March (Pavel Ek fixed them later).", depot)[0] == "pass"
+    )
+
+
+def test_a_number_word_that_counts_is_held_against_the_text_too() -> None:
+    depot = DEPOT + " Four trucks stayed behind."
+    verdict, reason = _verdict(TRUCKS, "120 trucks; the crews rested at the coast for four days.", depot)
+    assert verdict == "needs_review" and "where the retrieved text says" in reason
+    assert _verdict(TRUCKS, "120 trucks; the crews rested at the coast for two days.", depot)[0] == "pass"
+
+
+def test_a_value_with_the_verb_of_another_sentence_is_swapped() -> None:
+    verdict, reason = _verdict(OBJECTS, "About 40,000 objects. The museum was founded in 2004 by Ana Ruiz.", MUSEUM)
+    assert verdict == "needs_review" and "1872" in reason
+    assert _verdict(OBJECTS, "About 40,000 objects. Its new wing opened in 2004.", MUSEUM)[0] == "pass"
+
+
+def test_code_giving_a_parameter_another_parameters_value_is_never_a_pass() -> None:
+    doc = "isclose(a, b, *, rel_tol=1e-09, abs_tol=0.0): rel_tol is the relative tolerance."
+    tol = _test("What is the default relative tolerance of isclose?", "1e-09")
+    verdict, reason = _verdict(tol, "`rel_tol=1e-09` and `abs_tol=1e-09` by default.", doc)
+    assert verdict == "needs_review" and "abs_tol=0.0" in reason
+    assert _verdict(tol, "`rel_tol=1e-09` and `abs_tol=0.0` by default.", doc)[0] == "pass"
+
+
+def test_a_number_beside_a_name_is_stated_only_with_that_name() -> None:
+    assert not answer_matches("The field must be set to EDSP 0.1.", "EIPP 0.1").matched
+    assert answer_matches("The field must be set to EIPP 0.1.", "EIPP 0.1").matched
+    assert answer_matches("A 1024 KiB buffer.", "1 MiB").matched  # a unit is no name
+
+
+def test_a_contrast_right_before_the_value_says_it_of_something_else() -> None:
+    assert standing("On Windows it uses a 64 KiB buffer instead of 1 MiB.", "1 MiB") == "contrasted"
+    assert standing("On Windows it uses 1 MiB instead of 64 KiB.", "1 MiB") == "asserted"
+    assert standing("Any value other than 0 enables it.", "0") == "contrasted"

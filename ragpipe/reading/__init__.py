@@ -28,11 +28,11 @@ _EXPORTS = {
         "names_in",
         "outside",
         "proposes",
-        "standing",
         "unsupported",
     ],
+    "stance": ["standing"],
     "polarity": ["opposed"],
-    "attribution": ["swapped"],
+    "attribution": ["reassigned", "swapped"],
     "match": [
         "months",
         "digits",

@@ -9,16 +9,17 @@ April 16". A number the retrieved text does not hold at all is ungrounded (ragpi
 from __future__ import annotations
 
 import functools
+import math
 import re
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from ragpipe.reading.grounding import Grounds, facts, grounds, in_clause
+from ragpipe.reading.grounding import Grounds, _key, facts, grounds, in_clause
 from ragpipe.reading.match import digits, numbers
-from ragpipe.reading.polarity import _LIGHT, _WORD, sentences, stem
+from ragpipe.reading.polarity import _LIGHT, _WORD, predicates, sentences, stem
 
 _WHOLE = re.compile(r"\d{1,3}(?:,\d{3})+|\d+")  # whole numbers as written: not decimals, notations or ranges
-_WORKING = re.compile(r"\d\s*[x\u00d7*+=/]\s*\d|\|")  # arithmetic ("6 x 3 = 18") or a table row: not a claim
+_WORKING = re.compile(r"\d\s*[x\u00d7*+=/]\s*\d")  # arithmetic ("6 x 3 = 18"): working, not a claim
 
 
 def _same(x: float, y: float) -> bool:
@@ -43,13 +44,26 @@ def _words(text: str) -> set[str]:
 
 
 def _numbers(answer: str, clause: str, skip: set[float]) -> list[float]:
-    """The whole numbers the clause states, in digits as the answer wrote them, that `skip` does not hold."""
-    mine = [
-        float(f.text.replace(",", ""))
-        for f in facts(answer)
-        if f.kind == "number" and _WHOLE.fullmatch(f.text) and in_clause(f.text, clause)
-    ]
+    """The whole numbers the clause states (in digits, or a number word that counts: "six clusters"), not in
+    `skip`."""
+    mine = []
+    for f in facts(answer):
+        if f.kind == "number" and in_clause(f.text, clause) and not _aside(answer, f.start):
+            if _WHOLE.fullmatch(f.text):
+                mine.append(float(f.text.replace(",", "")))
+            elif f.text.isalpha():
+                mine.extend(numbers(digits(f.text))[:1])
     return [v for v in mine if not _has(skip, v)]
+
+
+def _aside(answer: str, start: int) -> bool:
+    """Is the answer's character at `start` in a table row or inside parentheses (a gloss, an aside)?"""
+    line = answer[answer.rfind("\n", 0, start) + 1 : start]
+    return line.lstrip().startswith("|") or line.count("(") > line.count(")")
+
+
+def _keys(text: str) -> set[str]:
+    return {_key(w) for w in re.findall(r"[\w\u00c0-\u024f'-]+", text)}
 
 
 def _restated(clause: str, before: str, passages: Grounds) -> list[str]:
@@ -61,22 +75,75 @@ def _restated(clause: str, before: str, passages: Grounds) -> list[str]:
     return [s for n, s in scored if n == best] if best >= 2 else []
 
 
+def _predicated(clause: str, passages: Grounds) -> list[str]:
+    """The sentences of the retrieved text that have the clause's verb and another of its words ("founded" and
+    "library" for "the library was founded in 1999")."""
+    words = _words(clause)
+    verbs = {stem(p) for p, _ in predicates(clause)} & words
+    return [
+        s for s, _, stems in sentences(passages.text) if verbs & set(stems) and len(words & set(stems) - verbs) >= 1
+    ]
+
+
+_ASSIGNED = re.compile(r"([A-Za-z_][\w.]*)\s*=\s*([\w.+\-]+)")
+
+
+def _same_value(a: str, b: str) -> bool:
+    try:
+        return math.isclose(float(a), float(b), rel_tol=1e-9)  # 1e-09 is not 0.0
+    except ValueError:
+        return a.lower() == b.lower()
+
+
+def reassigned(answer: str, passages: Grounds) -> str | None:
+    """Code in the answer that gives a name a value ("`abs_tol=1e-09`") where the retrieved text gives that name
+    only other values ("abs_tol=0.0"): the value of another parameter, or None."""
+    for f in facts(answer):
+        if f.kind != "code":
+            continue
+        for name, value in _ASSIGNED.findall(f.text):
+            there = [v for n, v in _ASSIGNED.findall(passages.text) if n == name.lower()]
+            if there and not any(_same_value(value, v) for v in there):
+                return f"`{name}={value}`, where the retrieved text has `{name}={there[0]}`"
+    return None
+
+
 def swapped(answer: str, clause: str, before: str, passages: Grounds, question: str, expected: str) -> str | None:
-    """The clause's number and the retrieved sentence it was taken from ("1999, where the retrieved text says 1816:
-    ..."), or None. `before`: the clause before this one; `passages`: the retrieved texts alone (the question is no
-    statement); the expected answer's own numbers and the question's are not checked here."""
+    """The clause's number or name and the retrieved sentence it was taken from ("1999, where the retrieved text
+    says 1816: ...", "Newton, where the retrieved text names cavendish: ..."), or None. `before`: the clause before
+    this one; `passages`: the retrieved texts alone (the question is no statement); the expected answer's own
+    numbers and names and the question's are not checked here."""
     if not passages.known or _WORKING.search(clause):
         return None
     skip = set(numbers(digits(question))) | set(numbers(digits(expected)))
     mine = [v for v in _numbers(answer, clause, skip) if _has(passages.values, v)]
-    if not mine or len(mine) >= 4:  # a list of numbers is data, not a statement about one thing
+    asked = _keys(question) | _keys(expected)
+    names = [
+        f.text
+        for f in facts(answer)
+        if f.kind == "name"
+        and in_clause(f.text, clause)
+        and _key(f.text) in passages.names - asked
+        and not _aside(answer, f.start)
+    ]
+    if not (mine or names) or len(mine) >= 4:  # a list of numbers is data, not a statement about one thing
         return None
     restated = _restated(clause, before, passages)
+    if not restated:
+        return None
     told = set(numbers(digits(answer)))
     for v in mine:
-        if not restated or any(_has(_values(s), v) for s in restated):
+        for said in (restated, _predicated(clause, passages)):
+            if not said or any(_has(_values(s), v) for s in said):
+                continue
+            rivals = [[w for w in sorted(_values(s)) if _kind(w) == _kind(v) and not _has(told, w)] for s in said]
+            if all(rivals):
+                return f"{v:g}, where the retrieved text says {rivals[0][0]:g}: {said[0][:120]!r}"
+    said = _keys(answer) | asked
+    for name in names:
+        if any(_key(name) in _keys(s) for s in restated):
             continue
-        rivals = [[w for w in sorted(_values(s)) if _kind(w) == _kind(v) and not _has(told, w)] for s in restated]
+        rivals = [sorted((_keys(s) & passages.names) - said) for s in restated]
         if all(rivals):
-            return f"{v:g}, where the retrieved text says {rivals[0][0]:g}: {restated[0][:120]!r}"
+            return f"{name}, where the retrieved text names {rivals[0][0]}: {restated[0][:120]!r}"
     return None

@@ -188,13 +188,6 @@ def versions(text: str) -> list[str]:
     return [m.group(1) for m in _VERSION.finditer(text)]
 
 
-def is_refusal(answer: str, phrases: tuple[str, ...] = ()) -> bool:
-    """Does the answer decline to answer from the source? (ragpipe.refusal holds the grammar.)"""
-    from ragpipe.reading.refusal import is_refusal as refusal
-
-    return refusal(answer, phrases)
-
-
 @dataclass(frozen=True)
 class Match:
     matched: bool
@@ -356,7 +349,7 @@ def _structured_match(answer: str, expected: str) -> Match:
         return Match(True, "code")
     # numbers decide a value that is essentially a quantity, not a long span that happens to hold one
     short = len(content_words(re.sub(r"[\d.,$%]+", " ", expected_c)) - set(_UNITS) - set(_SCALE)) <= 2
-    if short and _numeric_match(answer_c, expected_c):
+    if short and _numeric_match(answer_c, expected_c) and _named(answer, expected):
         return Match(True, "numeric")
     items = _list_items(expected_c)
     if len(items) > 1 and all(_contains(ca, x) or _numeric_match(answer_c, x) for x in items):
@@ -375,6 +368,17 @@ def _code_match(answer: str, expected: str) -> bool:
     if len(spans) != 1 or not spans[0] or len(expected) - len(spans[0]) > 60:
         return False
     return re.search(r"(?<![\w-])" + re.escape(spans[0].lower()) + r"(?![\w-])", answer.lower()) is not None
+
+
+_NAME = re.compile(r"(?<![\w.-])(?:[A-Z]{2,}[\w-]*|[A-Za-z]+[A-Z][\w-]*)(?![\w-])")  # "EIPP", "HR-400", "iOS"
+
+
+def _named(answer: str, expected: str) -> bool:
+    """The names beside an expected number are part of the value ("EIPP 0.1" is not stated by "EDSP 0.1"): each
+    one is in the answer, as written (case aside). Units ("MiB", "KB") are no names."""
+    names = [n for n in _NAME.findall(expected) if n.lower() not in _UNITS and n.lower() not in _SCALE]
+    low = answer.lower()
+    return all(re.search(r"(?<![\w-])" + re.escape(n.lower()) + r"(?![\w-])", low) for n in names)
 
 
 def _numeric_match(answer: str, expected: str) -> bool:

@@ -16,6 +16,7 @@ _SUFFIXES = tuple("ations ation ings ing ments ment ness edly ies ied ers er est
 _NEGATORS = {"not", "never", "no", "n't", "cannot", "nor", "neither"}
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|\s#+\s")
 _WORD = re.compile(r"[a-z][a-z0-9']*|n't")
+_IDENTIFIER = re.compile(r"[\w.]*\w(?:_|::|\.(?=\w)|=)[\w.:=]*")
 _FRAMING = {"note", "remember", "say", "mention", "state", "keep", "bear", "notice", "know", "see"}
 _LIGHT_VERBS = set("have has had having need needs make makes get gets take takes give".split())
 _LIGHT = set("not note each other also the and for with that this will are was were has have can its".split())
@@ -35,7 +36,7 @@ def sentences(text: str) -> tuple[tuple[str, tuple[str, ...], tuple[str, ...]], 
     """The retrieved text's sentences with their words and the words' stems, read once for every clause."""
     out = []
     for sentence in _SENTENCE.split(text):
-        tokens = tuple(_WORD.findall(sentence))
+        tokens = tuple(_WORD.findall(_IDENTIFIER.sub(" ", sentence)))  # `follow_redirects` says nothing of following
         out.append((sentence, tokens, tuple(stem(w) for w in tokens)))
     return tuple(out)
 

@@ -222,7 +222,9 @@ def aside(answer: str, expected: str, question: str) -> str | None:
         ignore.add("range")
     if re.search(r"\band\b|[,;&]", expected):
         ignore.add("conjoined")
-    if re.search(r"\b(?:unlike|except|besides|instead|rather|apart|aside|excluding|versus|vs)\b", expected.lower()):
+    if re.search(
+        r"\b(?:unlike|except|besides|instead|rather|apart|aside|excluding|versus|vs|other\s+than)\b", expected.lower()
+    ):
         ignore.add("contrasted")  # "any value except `0`": the contrast is part of the answer
     if _NEGATING.search(expected.lower()):
         ignore.add("negated")

@@ -36,6 +36,7 @@ from ragpipe.reading import (
     outside,
     prepare,
     read_answer,
+    reassigned,
     swapped,
     unwrap,
     versions,
@@ -58,8 +59,9 @@ from ragpipe.verdicts.positives import (
 )
 
 IMPL_VERSION = "6"
-# 6: beside the right value, a number taken from another statement of the retrieved text, the value denied after
-#    it, a second value for what was asked (needs_review); a plain word's options are those joined by "or".
+# 6: beside the right value, a number or name taken from another statement of the retrieved text, code giving a
+#    parameter another's value, the value denied after it, a second value for what was asked (needs_review); a
+#    plain word's options are those joined by "or"; names beside an expected number; "instead of" before a value.
 # 5: a claim the retrieved text contradicts beside the value, a bound given as exact, a negative with no word of
 #    denial, another version, self-corrections, table headers and source lists, KiB/MiB, tiny decimals.
 # 4: what a value is said of (parallel clauses), identifiers grounded as written, what a count question asks for,
@@ -240,6 +242,9 @@ def _unsaid(
     other = second_value(text, readings, stating, expected, question)
     if other:
         return f"and another value for what was asked: {other[:120]!r}"
+    code = reassigned(text, passages)
+    if code:
+        return f"beside {code}"
     for i, r in enumerate(readings):
         swap = (
             None
