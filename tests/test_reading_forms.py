@@ -6,7 +6,7 @@ from __future__ import annotations
 from ragpipe.golden import GoldenTest
 from ragpipe.rag import Answer
 from ragpipe.reading import answer_matches, grounds, is_refusal, read_answer, unwrap
-from ragpipe.reading.grounding import Fact, grounded
+from ragpipe.reading.grounding import Fact, facts, grounded
 from ragpipe.reading.stance import standing
 from ragpipe.verdicts import decide
 
@@ -60,3 +60,22 @@ def test_the_sources_an_answer_lists_are_no_outside_claim() -> None:
     question = "How many pallets does the west warehouse hold?"
     answer = "The passages give no figure for the west warehouse.\n\nSources consulted: Passage 1 (Logistics FY24)."
     assert _verdict("negative", question, "not in documents", answer, context, "4,000") == "pass"
+
+
+def test_an_expected_answer_that_negates_part_of_itself_is_not_stated_by_its_words_reversed() -> None:
+    q, e = "What kind of callables must the hooks be?", "coroutines (not plain functions)"
+    doc = "Hooks must be coroutines; plain functions are rejected."
+    assert _verdict("positive", q, e, "They can be plain functions; coroutines get wrapped.", doc) == "needs_review"
+    assert _verdict("positive", q, e, "They must be plain functions rather than coroutines.", doc) == "fail"
+    assert _verdict("positive", q, e, "Coroutines, not plain functions.", doc) == "pass"
+
+
+def test_a_list_items_number_is_no_fact() -> None:
+    assert [f.text for f in facts("Steps:\n1. Open it in 1999.\n2. Close it.") if f.kind == "number"] == ["1999"]
+    assert [f.text for f in facts("It took 2. Then 3 more.") if f.kind == "number"] == ["2", "3"]
+
+
+def test_an_abbreviation_may_skip_the_small_words_of_the_name() -> None:
+    g = grounds(("The list was hosted by the University of California, San Diego.",), "Who hosted it?")
+    assert grounded(Fact("UCSD", "name", 0, 4), g)
+    assert not grounded(Fact("UCLA", "name", 0, 4), g)

@@ -91,10 +91,14 @@ class Fact:
 
 
 def _reference(tok: Any) -> bool:
-    """ "Passage 1", "[2]", "source 3": a number that points at the context rather than stating a fact."""
+    """ "Passage 1", "[2]", "source 3": a number that points at the context rather than stating a fact; a list's
+    item number ("2. The duchy ...") neither."""
     doc = tok.doc
     prev = doc[tok.i - 1] if tok.i > 0 else None
     after = doc[tok.i + 1] if tok.i + 1 < len(doc) else None
+    if (prev is None or "\n" in prev.text or "\n" in doc.text[prev.idx : tok.idx]) and after is not None:
+        if after.text in (".", ")") and tok.text.isdigit():
+            return True
     if prev is not None and _key(prev.text) in _META | {"p", "para", "parag", "secti", "chunk", "ref", "no"}:
         return True
     return bool(prev is not None and after is not None and prev.text in "[(" and after.text in "])" and len(tok) <= 2)
@@ -153,10 +157,11 @@ def _as_written(piece: str, g: Grounds) -> bool:
 
 def _acronym_of(name: str, g: Grounds) -> bool:
     """ "EDSP" where the retrieved text says "External Dependency Solver Protocol": an abbreviation is grounded
-    when its letters are the initials of consecutive words of the text."""
+    when its letters are the initials of consecutive words of the text ("of", "the", "and" aside)."""
     if not (2 <= len(name) <= 6 and name.isupper() and name.isalpha()):
         return False
-    letters = r"[\s\-]+".join(rf"{ch.lower()}[a-z]*" for ch in name)
+    between = r"[\s\-,]+(?:(?:of|the|and|for|de|du)[\s\-]+)?"  # "University of California, San Diego": UCSD
+    letters = between.join(rf"{ch.lower()}[a-z]*" for ch in name)
     return re.search(rf"\b{letters}\b", g.text) is not None
 
 

@@ -110,6 +110,13 @@ def whole(answer: str, expected: str) -> bool:
     return len(_NEGATING.findall(expected.lower())) == len(_NEGATING.findall(answer.lower()))
 
 
+def needs_whole(expected: str, question: str) -> bool:
+    """A long span (more than two words the question does not hold), or one that negates a part of itself ("Async
+    functions (not plain functions)"), is stated by words only when restated whole: the same words can say the
+    opposite ("plain functions rather than async functions")."""
+    return len(content_words(expected) - content_words(question)) > 2 or bool(_NEGATING.search(expected.lower()))
+
+
 def first_code(answer: str, expected: str, question: str) -> str | None:
     """Where the expected answer is code (`priority`): another piece of code the answer names first (`weight`), or
     several others beside it (a list of candidates)."""

@@ -50,6 +50,7 @@ from ragpipe.verdicts.positives import (
     denied_after,
     disowned,
     first_code,
+    needs_whole,
     opposed_claim,
     rival_first,
     said_of_other,
@@ -272,7 +273,7 @@ def _positive(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, 
     if m.matched and (not stating or any(not readings[i].hedge and not readings[i].refusal for i in stating)):
         if (
             m.how == "words"
-            and len(content_words(expected) - content_words(question)) > 2
+            and needs_whole(expected, question)
             and not whole(text, expected)
             and not states_core(text, expected, question)
         ):
