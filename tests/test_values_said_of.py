@@ -86,11 +86,26 @@ def test_a_second_value_for_what_was_asked_is_never_a_pass() -> None:
     text = "The current protocol version is 3.2. Versions in the 3.x series stay compatible."
     answer = "The current protocol version is 3.2, but the current version you should send is 3.0."
     readings = read_answer(answer)
-    assert second_value(answer, readings, [0], "3.2", version.question) is not None
+    assert second_value(answer, readings, [0], "3.2", version.question, grounds((text,), "")) is not None
     assert _verdict(version, answer, text)[0] == "needs_review"
     assert (
         _verdict(version, "The current protocol version is 3.2; versions in the 3.x series stay compatible.", text)[0]
         == "pass"
+    )
+    said = text + " The first protocol version, from 2019, was numbered 1."
+    assert (
+        _verdict(
+            version, "The current protocol version is 3.2. The first protocol version, from 2019, was numbered 1.", said
+        )[0]
+        == "pass"
+    )
+    assert (
+        _verdict(
+            version,
+            "The current protocol version is 3.2. The first protocol version, from 2019, was numbered 2.",
+            said + " Two clients exist.",
+        )[0]
+        != "pass"
     )
     table = "| Event | Version |\n|---|---|\n| First protocol version | 1.0 |\n| Current protocol version | 3.2 |"
     assert _verdict(version, table, text + " The first protocol version was 1.0.")[0] == "pass"

@@ -32,7 +32,7 @@ _EXPORTS = {
     ],
     "stance": ["standing"],
     "polarity": ["opposed"],
-    "attribution": ["reassigned", "swapped"],
+    "attribution": ["reassigned", "said_there", "swapped"],
     "match": [
         "months",
         "digits",

@@ -108,6 +108,18 @@ def reassigned(answer: str, passages: Grounds) -> str | None:
     return None
 
 
+def said_there(answer: str, clause: str, passages: Grounds) -> bool:
+    """Does the clause restate a sentence of the retrieved text that holds each of its numbers, all whole ("The
+    first exchange was established in 1817" where the text says so)? Then it reports the text, whatever it is
+    about."""
+    written = [f.text for f in facts(answer) if f.kind == "number" and in_clause(f.text, clause)]
+    if any(not _WHOLE.fullmatch(w) and not w.isalpha() for w in written):
+        return False  # a decimal or a version ("is 2.0") is read as written, not as a whole number
+    mine = _numbers(answer, clause, set())
+    restated = _restated(clause, "", passages) if mine and passages.known else []
+    return bool(restated) and all(any(_has(_values(s), v) for s in restated) for v in mine)
+
+
 def swapped(answer: str, clause: str, before: str, passages: Grounds, question: str, expected: str) -> str | None:
     """The clause's number or name and the retrieved sentence it was taken from ("1999, where the retrieved text
     says 1816: ...", "Newton, where the retrieved text names cavendish: ..."), or None. `before`: the clause before

@@ -17,6 +17,7 @@ from ragpipe.reading import (
     names_in,
     numbers,
     opposed,
+    said_there,
     standing,
 )
 
@@ -277,10 +278,13 @@ def denied_after(readings: list[Reading], stating: list[int], expected: str, que
     return next((c for c in later if standing(c, expected, question) == "negated"), None)
 
 
-def second_value(answer: str, readings: list[Reading], stating: list[int], expected: str, question: str) -> str | None:
+def second_value(
+    answer: str, readings: list[Reading], stating: list[int], expected: str, question: str, passages: Grounds
+) -> str | None:
     """A clause after the expected number that speaks of what the question asks (two of its words) and gives it
     another number, plainly ("The current version is 2.1. ... the current version you should treat as
-    authoritative is 2.0"): a second answer, or None. Table rows and code examples list, they do not answer."""
+    authoritative is 2.0"): a second answer, or None. Table rows and code examples list, they do not answer; a
+    clause that restates the retrieved text, number and all, reports it ("The first exchange opened in 1817")."""
     want = set(numbers(digits(expected)))
     if not want or not stating:
         return None
@@ -288,6 +292,8 @@ def second_value(answer: str, readings: list[Reading], stating: list[int], expec
     known, fences = want | set(numbers(digits(question))), _fenced(answer)
     for i, r in enumerate(readings):
         if i <= stating[0] or i in stating or r.refusal or len(content_words(r.clause) & asked) < 2:
+            continue
+        if said_there(answer, r.clause, passages):
             continue
         for f in facts(answer):
             value = set(numbers(digits(f.text)))

@@ -240,7 +240,7 @@ def _unsaid(
     denied = denied_after(readings, stating, expected, question)
     if denied:
         return f"then denies it: {denied[:120]!r}"
-    other = second_value(text, readings, stating, expected, question)
+    other = second_value(text, readings, stating, expected, question, passages)
     if other:
         return f"and another value for what was asked: {other[:120]!r}"
     code = reassigned(text, passages)
