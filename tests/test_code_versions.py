@@ -22,12 +22,12 @@ BUNDLED = {
     "embeddings": "v1-43ad3754e1",
     "golden_set": "v1-ab6be096aa-257bdb40da",  # -<golden file hash>, since the restamp of 5efe909
     "golden_suggestions": "v1-8ef1a62827",  # new: proposed tests (on demand)
-    "niah_haystacks": "v1-74012a93f9",
-    "niah_report": "v1-74012a93f9",
-    "niah_trials": "v1-5d4a0c52d1",
+    "niah_haystacks": "v2-74012a93f9",
+    "niah_report": "v2-74012a93f9",
+    "niah_trials": "v2-5d4a0c52d1",
     "retrievals": "v2-c4fa7b0471",
     "stamps": "v1-ab6be096aa",
-    "verdicts": "v5-675ad69aa7",  # v3: grounding and needs_review; v4: what a value is said of; v5: contradicted claims
+    "verdicts": "v6-675ad69aa7",  # v3: grounding, needs_review; v4, v6: what a value is said of; v5: contradicted claims
 }
 # Every section away from its defaults, a judge, shards (their own steps), a [niah] grid.
 VARIANT = {
@@ -38,12 +38,12 @@ VARIANT = {
     "embeddings": "v1-c25eab11d9",
     "golden_set": "v1-ab6be096aa-257bdb40da",  # -<golden file hash>, since the restamp of 5efe909
     "golden_suggestions": "v1-aca241ef4e",
-    "niah_haystacks": "v1-a34971bc9e",
-    "niah_report": "v1-a34971bc9e",
-    "niah_trials": "v1-733d4d6332",
+    "niah_haystacks": "v2-a34971bc9e",
+    "niah_report": "v2-a34971bc9e",
+    "niah_trials": "v2-733d4d6332",
     "retrievals": "v2-31999abf66",
     "stamps": "v1-ab6be096aa",
-    "verdicts": "v5-e194e5e319-judge1",
+    "verdicts": "v6-e194e5e319-judge1",
 }
 # ragpipe.versions.code_version of every stage, and the chunker tag (chunk ids and table rows carry it).
 STAGES_BUNDLED = {
@@ -55,7 +55,7 @@ STAGES_BUNDLED = {
     "golden": "v1-ab6be096aa",
     "parser": "v1-aa8b566cfe",
     "retriever": "v2-c4fa7b0471",
-    "verdict": "v5-675ad69aa7",
+    "verdict": "v6-675ad69aa7",
 }
 STAGES_VARIANT = {
     "answerer": "v1-19a549e02c",
@@ -66,7 +66,7 @@ STAGES_VARIANT = {
     "golden": "v1-ab6be096aa",
     "parser": "v1-9b21c825b1",
     "retriever": "v2-31999abf66",
-    "verdict": "v5-e194e5e319-judge1",
+    "verdict": "v6-e194e5e319-judge1",
 }
 
 

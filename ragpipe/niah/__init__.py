@@ -22,6 +22,7 @@ _EXPORTS = {
         "place_needle",
         "sentences",
         "source_paragraphs",
+        "parsed_paragraphs",
     ],
     "needles": [
         "SCHEMAS",

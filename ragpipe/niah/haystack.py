@@ -124,6 +124,11 @@ class Haystack:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
 
+def _paragraphs(text: str) -> list[str]:
+    paras = [" ".join(x.split()) if not _is_table(x) else x.strip() for x in _PARA.split(text)]
+    return [q for x in paras if len(x) >= 40 for q in _split_long(x)]
+
+
 def source_paragraphs(directory: Path) -> list[list[str]]:
     """Documents (sorted by path) as lists of paragraphs, from the text files under `directory`."""
     docs = []
@@ -134,13 +139,18 @@ def source_paragraphs(directory: Path) -> list[list[str]]:
             text = p.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):
             continue
-        paras = [" ".join(x.split()) if not _is_table(x) else x.strip() for x in _PARA.split(text)]
-        paras = [q for x in paras if len(x) >= 40 for q in _split_long(x)]
+        paras = _paragraphs(text)
         if paras:
             docs.append(paras)
     if not docs:
         raise FileNotFoundError(f"no usable text files (.txt, .md) under {directory} to build haystacks from")
     return docs
+
+
+def parsed_paragraphs(texts: list[tuple[str, str]]) -> list[list[str]]:
+    """Documents as lists of paragraphs from their parsed text ((doc_id, text) of the `documents` table: PDF, HTML,
+    Markdown and text alike, the elements joined by blank lines), sorted by doc_id."""
+    return [paras for _, text in sorted(texts) if (paras := _paragraphs(text))]
 
 
 def _split_long(paragraph: str, limit: int = 2000, per: int = 6) -> list[str]:

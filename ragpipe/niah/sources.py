@@ -10,7 +10,8 @@ from typing import Any
 from ragpipe.settings import NiahSettings, Settings
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".text")
-IMPL_VERSION = "1"  # bump when haystacks, needles, questions or scoring change what they produce
+IMPL_VERSION = "2"  # bump when haystacks, needles, questions or scoring change what they produce
+# 2: haystacks from the parsed documents of the corpus (any format), not its text files
 
 
 def haystack_dir(settings: Settings, ns: NiahSettings) -> Path:

@@ -12,7 +12,15 @@ from typing import Any, Callable
 import duckdb
 
 from ragpipe.core import common_prefix
-from ragpipe.niah.haystack import Haystack, Tokenizer, build_haystack, load_tokenizer, place_needle, source_paragraphs
+from ragpipe.niah.haystack import (
+    Haystack,
+    Tokenizer,
+    build_haystack,
+    load_tokenizer,
+    parsed_paragraphs,
+    place_needle,
+    source_paragraphs,
+)
 from ragpipe.niah.needles import Needle, Placement, make_needles, question_text
 from ragpipe.niah.sources import IMPL_VERSION, haystack_dir, off_theme_dir, sub_seed
 from ragpipe.settings import NiahSettings, Settings
@@ -42,9 +50,23 @@ def haystack_key(settings: Settings, ns: NiahSettings, docs: list[list[str]], of
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
-def _sources(settings: Settings, ns: NiahSettings) -> tuple[Path, list[list[str]], list[str] | None]:
+def _parsed(settings: Settings, src: Path, con: duckdb.DuckDBPyConnection) -> list[list[str]]:
+    """The haystack's documents as the graph parsed them (any format), when the haystack folder is the corpus or
+    lies inside it and the corpus is ingested; else none."""
+    corpus = settings.corpus.dir.resolve()
+    if not src.resolve().is_relative_to(corpus):
+        return []
+    prefix = src.resolve().relative_to(corpus).as_posix()
+    where, args = ("", []) if prefix == "." else ("WHERE doc_id LIKE ?", [prefix.rstrip("/") + "/%"])
+    rows = con.execute(f"SELECT doc_id, text FROM documents {where}", args).fetchall()
+    return parsed_paragraphs([(r[0], r[1]) for r in rows])
+
+
+def _sources(
+    settings: Settings, ns: NiahSettings, con: duckdb.DuckDBPyConnection
+) -> tuple[Path, list[list[str]], list[str] | None]:
     src = haystack_dir(settings, ns)
-    docs = source_paragraphs(src)
+    docs = _parsed(settings, src, con) or source_paragraphs(src)  # not ingested yet: its text files
     od = off_theme_dir(settings, ns)
     off = [p for d in source_paragraphs(od) for p in d] if od else None
     return src, docs, off
@@ -56,7 +78,7 @@ def build_haystacks(
     """Build (or reuse, by key) one filler haystack per (length, repetition) and store them in niah_haystacks."""
     ns = settings.niah
     tok = load_tokenizer(ns.tokenizer)
-    src, docs, off = _sources(settings, ns)
+    src, docs, off = _sources(settings, ns, con)
     key = haystack_key(settings, ns, docs, off)
     have = {
         (r[0], r[1])

@@ -28,7 +28,7 @@ class NiahSettings:
     needle_types: tuple[str, ...] = NEEDLE_TYPES
     methods: tuple[str, ...] = ("direct",)  # direct | rewritten | cite | locate
     subjects: tuple[str, ...] = SUBJECTS  # retrieval | full_context
-    haystack_dir: str = ""  # text files of the haystack theme; "" = the configured corpus
+    haystack_dir: str = ""  # the haystack theme; "" = the corpus, as parsed (a folder outside it: its text files)
     off_theme_dir: str = ""  # off-theme text files; "" = built-in generated off-theme paragraphs
     off_theme_ratio: float = 0.1  # share of haystack paragraphs that are off-theme
     distractors: int = 1  # near-miss distractor needles (same template, other key and value) per trial
