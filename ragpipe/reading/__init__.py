@@ -28,6 +28,7 @@ _EXPORTS = {
         "names_in",
         "outside",
         "proposes",
+        "table_row",
         "unsupported",
     ],
     "stance": ["standing"],

@@ -3,7 +3,10 @@ it shares the most words; a number the clause gives that this sentence does not,
 of its kind and the retrieved text holds the clause's number elsewhere, was taken from another statement: "it was
 founded in 1999" where the text says "founded in 1816" and "opened on 15 December 1999"; "marched from Fort
 Venango on April 16" where it says "led 500 men south from Fort Venango on April 5" and "arrived at the fort on
-April 16". A number the retrieved text does not hold at all is ungrounded (ragpipe.reading.grounding), not swapped.
+April 16". Names work alike ("500 men under Jumonville" where the sentence says "Contrecœur led 500 men"), and code
+that gives a parameter a value the text gives only another parameter (`abs_tol=1e-09` beside "abs_tol=0.0"). A
+clause that restates a sentence with its numbers reports the text (`said_there`). A number the retrieved text does
+not hold at all is ungrounded (ragpipe.reading.grounding), not swapped.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import re
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from ragpipe.reading.grounding import Grounds, _key, facts, grounds, in_clause
+from ragpipe.reading.grounding import Grounds, _key, facts, grounds, in_clause, table_row
 from ragpipe.reading.match import digits, numbers
 from ragpipe.reading.polarity import _LIGHT, _WORD, predicates, sentences, stem
 
@@ -59,7 +62,7 @@ def _numbers(answer: str, clause: str, skip: set[float]) -> list[float]:
 def _aside(answer: str, start: int) -> bool:
     """Is the answer's character at `start` in a table row or inside parentheses (a gloss, an aside)?"""
     line = answer[answer.rfind("\n", 0, start) + 1 : start]
-    return line.lstrip().startswith("|") or line.count("(") > line.count(")")
+    return table_row(answer, start) or line.count("(") > line.count(")")
 
 
 def _keys(text: str) -> set[str]:
@@ -151,11 +154,11 @@ def swapped(answer: str, clause: str, before: str, passages: Grounds, question: 
             rivals = [[w for w in sorted(_values(s)) if _kind(w) == _kind(v) and not _has(told, w)] for s in said]
             if all(rivals):
                 return f"{v:g}, where the retrieved text says {rivals[0][0]:g}: {said[0][:120]!r}"
-    said = _keys(answer) | asked
+    known = _keys(answer) | asked
     for name in names:
         if any(_key(name) in _keys(s) for s in restated):
             continue
-        rivals = [sorted((_keys(s) & passages.names) - said) for s in restated]
+        rivals = [sorted((_keys(s) & passages.names) - known) for s in restated]
         if all(rivals):
             return f"{name}, where the retrieved text names {rivals[0][0]}: {restated[0][:120]!r}"
     return None

@@ -258,6 +258,11 @@ def _fact(tok: Any) -> Fact:
     return Fact(tok.text, "number" if _numeric(tok) else "name", tok.idx, tok.idx + len(tok.text))
 
 
+def table_row(answer: str, offset: int) -> bool:
+    """Is the answer's character at `offset` on a Markdown table row ("| 1817 |")? A row lists; it does not state."""
+    return answer[answer.rfind("\n", 0, offset) + 1 : offset].lstrip().startswith("|")
+
+
 def names_in(answer: str, clause: str) -> list[str]:
     """The facts (numbers and names) that appear in `clause`."""
     return [f.text for f in facts(answer) if in_clause(f.text, clause)]

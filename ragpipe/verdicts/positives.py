@@ -19,6 +19,7 @@ from ragpipe.reading import (
     opposed,
     said_there,
     standing,
+    table_row,
 )
 
 _CORRECTS = re.compile(r"\b(?:actually|in\s+fact|really|instead|rather|correct|current|outdated|older|superseded)\b")
@@ -297,9 +298,8 @@ def second_value(
             continue
         for f in facts(answer):
             value = set(numbers(digits(f.text)))
-            row = answer[answer.rfind("\n", 0, f.start) + 1 : f.start].lstrip().startswith("|")
-            code = any(a <= f.start < b for a, b in fences)
-            if f.kind == "number" and in_clause(f.text, r.clause) and value and not (value & known or row or code):
+            listed = table_row(answer, f.start) or any(a <= f.start < b for a, b in fences)  # a row, or code
+            if f.kind == "number" and in_clause(f.text, r.clause) and value and not (value & known or listed):
                 if standing(answer, f.text, question) not in ("negated", "contrasted", "range", "alternative"):
                     return r.clause
     return None
