@@ -57,7 +57,7 @@ def _parsed(settings: Settings, src: Path, con: duckdb.DuckDBPyConnection) -> li
     if not src.resolve().is_relative_to(corpus):
         return []
     prefix = src.resolve().relative_to(corpus).as_posix()
-    where, args = ("", []) if prefix == "." else ("WHERE doc_id LIKE ?", [prefix.rstrip("/") + "/%"])
+    where, args = ("", []) if prefix == "." else ("WHERE starts_with(doc_id, ?)", [prefix.rstrip("/") + "/"])
     rows = con.execute(f"SELECT doc_id, text FROM documents {where}", args).fetchall()
     return parsed_paragraphs([(r[0], r[1]) for r in rows])
 

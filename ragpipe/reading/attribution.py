@@ -18,15 +18,11 @@ import re
 from spacy.lang.en.stop_words import STOP_WORDS
 
 from ragpipe.reading.grounding import Grounds, _key, facts, grounds, in_clause, table_row
-from ragpipe.reading.match import digits, numbers
+from ragpipe.reading.match import _same, digits, numbers
 from ragpipe.reading.polarity import _LIGHT, _WORD, predicates, sentences, stem
 
 _WHOLE = re.compile(r"\d{1,3}(?:,\d{3})+|\d+")  # whole numbers as written: not decimals, notations or ranges
 _WORKING = re.compile(r"\d\s*[x\u00d7*+=/]\s*\d")  # arithmetic ("6 x 3 = 18"): working, not a claim
-
-
-def _same(x: float, y: float) -> bool:
-    return abs(x - y) <= 1e-9 * max(1.0, abs(x))
 
 
 def _has(values: frozenset[float] | set[float], v: float) -> bool:
@@ -147,8 +143,9 @@ def swapped(answer: str, clause: str, before: str, passages: Grounds, question: 
     if not restated:
         return None
     told = set(numbers(digits(answer)))
+    predicated = _predicated(clause, passages) if mine else []
     for v in mine:
-        for said in (restated, _predicated(clause, passages)):
+        for said in (restated, predicated):
             if not said or any(_has(_values(s), v) for s in said):
                 continue
             rivals = [[w for w in sorted(_values(s)) if _kind(w) == _kind(v) and not _has(told, w)] for s in said]

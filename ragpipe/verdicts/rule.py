@@ -148,9 +148,9 @@ def decide(
     if not text.strip():
         return v("fail", "empty answer")
     g = grounds(tuple(contexts), f"{test.question} {test.source or ''}")  # the document's name is no outside fact
-    passages = grounds(tuple(contexts), "")  # the retrieved texts alone: the question states nothing
     if test.kind == "negative":
         return _negative(test, text, readings, g, v)
+    passages = grounds(tuple(contexts), "")  # the retrieved texts alone: the question states nothing
     return _positive(test, text, readings, g, passages, v)
 
 
