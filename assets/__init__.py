@@ -10,6 +10,7 @@ from assets.currency import build_currency_checks, checked_keys, currency_sensor
 from assets.embed import build_embeddings
 from assets.evaluate import build_eval_assets
 from assets.ingest import build_ingest_assets
+from assets.monitor import build_monitor_assets, build_traces_sensor
 from assets.niah import build_niah_assets
 from assets.resources import RagpipeResource
 from assets.sensors import build_corpus_sensor, build_nightly_schedule
@@ -41,6 +42,7 @@ def build_definitions(path: str | None = None) -> dg.Definitions:
     corpus, documents, chunks = build_ingest_assets(settings)
     embeddings = build_embeddings(settings, chunks)
     subject, subject_sensors = build_subject(settings)
+    traces, traces_check = build_monitor_assets(settings)
     all_assets = [
         corpus,
         documents,
@@ -50,12 +52,13 @@ def build_definitions(path: str | None = None) -> dg.Definitions:
         *build_eval_assets(settings),
         *build_niah_assets(settings),
         build_suggestions(settings),
+        traces,
     ]
     resources = {"ragpipe": RagpipeResource(settings_path=str(source))}
     graph = dg.Definitions(assets=all_assets, resources=resources).resolve_asset_graph()
     return dg.Definitions(
         assets=all_assets,
-        asset_checks=[build_currency_checks(checked_keys(graph))],
+        asset_checks=[build_currency_checks(checked_keys(graph)), traces_check],
         jobs=[
             dg.define_asset_job(
                 "ragpipe_job",
@@ -69,7 +72,13 @@ def build_definitions(path: str | None = None) -> dg.Definitions:
             ),
             compare_job,
         ],
-        sensors=[automation_sensor(), build_corpus_sensor(settings), currency_sensor(), *subject_sensors],
+        sensors=[
+            automation_sensor(),
+            build_corpus_sensor(settings),
+            currency_sensor(),
+            build_traces_sensor(settings),
+            *subject_sensors,
+        ],
         schedules=[build_nightly_schedule(settings)],
         resources=resources,
         loggers={"console": CONSOLE},

@@ -40,7 +40,8 @@ def _version(settings: Settings, *sections: str) -> str:
     return f"v{NIAH_VERSION}-{digest}"
 
 
-def _img(path: str) -> str:
+def markdown_image(path: str) -> str:
+    """A PNG inlined in Markdown metadata: the UI shows it on the materialization."""
     data = base64.b64encode(Path(path).read_bytes()).decode()
     return f"![{Path(path).stem}](data:image/png;base64,{data})"
 
@@ -110,7 +111,9 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             text = render_text(result, con, s.niah.effective_threshold)
         # The figures first, so they head the materialization in the UI: one per subject, metrics side by side.
         metadata: dict[str, object] = {
-            "figures": dg.MetadataValue.md("\n\n".join(f"**{Path(p).stem}**\n\n{_img(p)}" for p in result["figures"]))
+            "figures": dg.MetadataValue.md(
+                "\n\n".join(f"**{Path(p).stem}**\n\n{markdown_image(p)}" for p in result["figures"])
+            )
         }
         metadata["run_id"] = result["run_id"]
         metadata["summary"] = dg.MetadataValue.md(f"```\n{text}\n```")

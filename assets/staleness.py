@@ -73,9 +73,9 @@ def last_failure(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None:
     return None
 
 
-# Asset groups that run on demand only (`ragpipe niah run`, `ragpipe golden suggest`): never selected by ci/demo,
-# absent from `status`.
-ON_DEMAND_GROUPS = ("niah", "authoring")
+# Asset groups that run on demand only (`ragpipe niah run`, `ragpipe golden suggest`) or on their own sensor (the
+# production traces): never selected by ci/demo, absent from `status`.
+ON_DEMAND_GROUPS = ("niah", "authoring", "monitor")
 
 
 def on_demand_keys(graph: BaseAssetGraph) -> set[dg.AssetKey]:

@@ -32,6 +32,7 @@ ORDER = [
     "evaluate",  # golden set -> stamps -> retrievals -> answers -> verdicts over the warehouse
     "reports",  # the CI summary, one test's history, compare
     "niah",  # the long-context evaluation, built on the stages above
+    "monitor",  # the app's production traces: rates per day, judged against the days before
     "versions",  # every stage's code version (reads each stage package)
     "cli",  # the command line; its graph-running commands reach the Dagster layer (assets/) inside the command
 ]

@@ -25,6 +25,7 @@ BUNDLED = {
     "niah_haystacks": "v2-74012a93f9",
     "niah_report": "v2-74012a93f9",
     "niah_trials": "v2-5d4a0c52d1",
+    "production_traces": "v1-80247997f2",  # new: the app's production traces (on their own sensor)
     "retrievals": "v2-c4fa7b0471",
     "stamps": "v1-ab6be096aa",
     "verdicts": "v6-675ad69aa7",  # v3: grounding, needs_review; v4, v6: what a value is said of; v5: contradicted claims
@@ -41,6 +42,7 @@ VARIANT = {
     "niah_haystacks": "v2-a34971bc9e",
     "niah_report": "v2-a34971bc9e",
     "niah_trials": "v2-733d4d6332",
+    "production_traces": "v1-d2cca3f0a4",
     "retrievals": "v2-31999abf66",
     "stamps": "v1-ab6be096aa",
     "verdicts": "v6-e194e5e319-judge1",
@@ -90,6 +92,7 @@ def _variant_settings() -> dict[str, Any]:
         "compare": {"block": ["pass->fail"]},
         "scale": {"embed_shards": 3, "parse_shards": 2},
         "niah": {"lengths": [1000, 3000], "depths": [0, 50, 100], "repetitions": 1, "methods": ["direct", "cite"]},
+        "monitor": {"traces_dir": "traces", "drop_fields": ["user"], "window_days": 14, "sensor_interval_s": 5},
     }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ragpipe.cli import compare, golden, niah, review, runs, score, warehouse
+from ragpipe.cli import compare, golden, monitor, niah, review, runs, score, warehouse
 from ragpipe.cli.common import run
 from ragpipe.settings import SETTINGS_ENV
 
@@ -42,6 +42,7 @@ Examples:
   ragpipe sql "SELECT * FROM latest_verdicts"   read-only SQL over the warehouse
   ragpipe export --to s3://bucket/ragpipe       every table and view as Parquet (a local directory works too)
   ragpipe niah run                  needle-in-a-haystack grid ([niah] settings): trials, heatmaps, effective length
+  ragpipe monitor --gate            the app's new production traces in, rates per day, exit 1 when one drifts
 
 Choices (in the settings file):
 {_choices()}
@@ -64,7 +65,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--settings", help=f"settings file (default: ${SETTINGS_ENV} or ./ragpipe.toml)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for group in (runs, golden, score, review, niah, compare, warehouse):  # the order `ragpipe --help` lists them in
+    for group in (
+        runs,
+        golden,
+        score,
+        review,
+        niah,
+        monitor,
+        compare,
+        warehouse,
+    ):  # the order `ragpipe --help` lists them in
         group.add_parsers(sub)
     return parser
 

@@ -31,5 +31,6 @@ _EXPORTS = {
     "automation": ["AutomationSettings"],
     "scale": ["ScaleSettings"],
     "niah": ["NiahSettings", "NEEDLE_TYPES", "METHODS", "SUBJECTS"],
+    "monitor": ["MonitorSettings", "DEFAULT_DROP"],
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

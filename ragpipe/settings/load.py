@@ -23,6 +23,7 @@ from ragpipe.settings import (
     embedder,
     gate,
     golden,
+    monitor,
     niah,
     parser,
     retriever,
@@ -40,6 +41,7 @@ from ragpipe.settings.embedder import EmbedderSettings
 from ragpipe.settings.gate import GateSettings
 from ragpipe.settings.golden import GoldenSettings
 from ragpipe.settings.judge import JudgeSettings
+from ragpipe.settings.monitor import MonitorSettings
 from ragpipe.settings.niah import NiahSettings
 from ragpipe.settings.parser import ParserSettings
 from ragpipe.settings.retriever import RetrieverSettings
@@ -90,7 +92,7 @@ PLAIN = {
     "automation": AutomationSettings,
     "scale": ScaleSettings,
 }
-SECTIONS = ("warehouse", "corpus", "golden", *PLAIN, "niah")  # every section a settings file may have
+SECTIONS = ("warehouse", "corpus", "golden", *PLAIN, "niah", "monitor")  # every section a settings file may have
 # Each section's checks across its keys, run once every section is read (a section without any has none here).
 CHECKS = {
     "chunker": chunker.check,
@@ -128,6 +130,7 @@ class Settings:
     lancedb_location: str | None = None  # [warehouse].lancedb_uri as written (resolved); None: <dir>/lancedb
     s3: S3Settings = field(default_factory=S3Settings)
     niah: NiahSettings = field(default_factory=NiahSettings)
+    monitor: MonitorSettings = field(default_factory=MonitorSettings)
 
     @property
     def duckdb_path(self) -> Path:
@@ -222,6 +225,7 @@ def settings_from_dict(raw: dict[str, Any], source: Path) -> Settings:
     fields["golden"] = golden.read(raw.get("golden", {}), source, resolve)
     fields.update({name: build(cls, raw.get(name, {}), name, source) for name, cls in PLAIN.items()})
     fields["niah"] = niah.read(raw.get("niah", {}), source)
+    fields["monitor"] = monitor.read(raw.get("monitor", {}), source, resolve)
     settings = Settings(source=source, root=root, **fields)
     for name, check in CHECKS.items():
         check(getattr(settings, name), source)

@@ -1,0 +1,69 @@
+"""`ragpipe monitor`: the app's new production traces into the warehouse (through Dagster, so the run shows in the UI),
+then the rates per day and each judged against its recent days."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ragpipe.cli.common import failure_code, instance, report_failure, settings_from
+from ragpipe.core import EXIT_BLOCKED, EXIT_INPUT
+
+
+def cmd_monitor(args: argparse.Namespace) -> int:
+    from assets.runner import materialize
+    from ragpipe.monitor import days, judge
+    from ragpipe.warehouse import connect
+
+    settings = settings_from(args)
+    if settings.monitor.traces_dir is None:
+        print("[monitor].traces_dir is not set: point it at the folder your app writes its traces to", file=sys.stderr)
+        return EXIT_INPUT
+    result = materialize(
+        str(settings.source), ["production_traces"], instance(settings), tags={"ragpipe/trigger": "cli"}
+    )
+    if not result.success:
+        return failure_code(report_failure(result))
+    meta = {
+        k: v.value for e in result.get_asset_materialization_events() for k, v in e.materialization.metadata.items()
+    }
+    print(f"{meta['new_traces']} new traces from {meta['files_read']} files, {meta['bad_lines']} bad lines")
+    for line in str(meta.get("bad_lines_named", "")).splitlines()[: args.show_bad]:
+        print(f"  {line.removeprefix('- ').strip('`')}")
+    with connect(settings.duckdb_path, read_only=True) as con:
+        series = days(con)
+    print(_table(series[-args.days :]))
+    judged = judge(series, settings.monitor.window_days, settings.monitor.min_traces)
+    for j in judged:
+        print(j.line())
+    return EXIT_BLOCKED if args.gate and any(j.status == "out" for j in judged) else 0
+
+
+def _table(series: list[dict[str, Any]]) -> str:
+    from ragpipe.warehouse import format_rows
+
+    cols = ["day", "traces", "refusal_rate", "citation_hit_rate", "correction_rate", "trap_hits", "latency_p95_ms"]
+    return format_rows(cols, [tuple(_cell(c, d[c]) for c in cols) for d in series], "table")
+
+
+def _cell(column: str, v: Any) -> Any:
+    if v is None or not isinstance(v, float):
+        return v
+    return f"{v:.1%}" if column.endswith("_rate") else f"{v:.0f}"
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser(
+        "monitor",
+        help="read the app's new production traces ([monitor].traces_dir) and judge the rates per day",
+        description="Reads the new lines of the app's JSON Lines traces into the warehouse (production_traces; each "
+        "line once, bad lines named with file and line, [monitor].drop_fields never stored), then prints the refusal, "
+        "citation hit and correction rates per day and whether the latest day left its recent interval. "
+        "docs/monitoring.md has the trace format.",
+        epilog="exit codes: 0 ok, 1 with --gate when a rate is out of its recent interval, 2 settings or input error",
+    )
+    p.add_argument("--days", type=int, default=14, help="days shown (default 14)")
+    p.add_argument("--show-bad", type=int, default=10, metavar="N", help="bad lines listed (default 10)")
+    p.add_argument("--gate", action="store_true", help="exit 1 when a rate is out of its recent interval (for cron)")
+    p.set_defaults(func=cmd_monitor)

@@ -1,0 +1,14 @@
+"""Post-launch monitoring: the app's production traces (JSON Lines, one answered question per line) read into the
+warehouse, with the refusal, citation hit and correction rates per day and app version, the golden set's traps that
+real questions reach, and each rate judged against its recent days."""
+
+from ragpipe.core import lazy_exports
+
+_EXPORTS = {
+    "traces": ["ALIASES", "Trace", "TraceProblem", "parse_trace", "drop"],
+    "readings": ["Reading", "TrapIndex", "citation_hit", "read_trace"],
+    "ingest": ["MonitorError", "Ingested", "ingest_traces", "trap_index"],
+    "rates": ["RATES", "Judged", "days", "judge"],
+    "figure": ["rates_figure"],
+}
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,0 +1,177 @@
+"""Production traces into the warehouse: each file of [monitor].traces_dir read from where the last run stopped, each
+line once (a line seen in two files, or read twice, is one trace), bad lines recorded with file and line, the fields
+that must not be stored dropped. One transaction per file: a run killed half-way leaves every file either read or not,
+and the next run completes it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ragpipe.core import RagpipeError
+from ragpipe.monitor.readings import TrapIndex, read_trace
+from ragpipe.monitor.traces import ALIASES, Trace, TraceProblem, drop, parse_trace
+from ragpipe.settings import Settings
+
+HEAD = 65536  # bytes of a file's start whose hash tells a rewritten file from a grown one
+COLUMNS = [
+    "trace_id", "asked_at", "day", "app_version", "question", "answer", "contexts", "n_contexts", "refused", "cites",
+    "citation_hit", "corrected", "trap_tests", "latency_ms", "tokens", "extra", "file", "line",
+]  # fmt: skip
+
+
+class MonitorError(RagpipeError):
+    """Monitoring cannot run as configured ([monitor].traces_dir missing or unreadable)."""
+
+
+@dataclass
+class Ingested:
+    files_read: int = 0
+    traces: int = 0  # new traces stored
+    repeated: int = 0  # lines already stored (a file read twice, a copy of a file)
+    problems: list[str] = field(default_factory=list)  # "file:line: what is wrong"
+    trap_note: str = ""  # why no trap hits were read, if so
+    seconds: float = 0.0
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "files_read": self.files_read,
+            "new_traces": self.traces,
+            "repeated_lines": self.repeated,
+            "bad_lines": len(self.problems),
+            "seconds": round(self.seconds, 2),
+        }
+
+
+def trap_index(settings: Settings) -> tuple[TrapIndex, str]:
+    """The golden set's trap quotes, or an empty index and the reason (no golden set, or one that does not load)."""
+    if settings.golden.path is None:
+        return TrapIndex({}), "no [golden].path: trap hits are not read"
+    from ragpipe.golden import GoldenSetError, load_golden
+
+    try:
+        golden = load_golden(settings.golden.path)
+    except (GoldenSetError, OSError) as exc:
+        return TrapIndex({}), f"trap hits not read: {str(exc).splitlines()[0]}"
+    return TrapIndex({t.question_id: t.quote or "" for t in golden.tests if t.kind == "negative"}), ""
+
+
+def _stored(trace: Trace, names: tuple[str, ...]) -> dict[str, Any]:
+    """The trace's fields as stored: a field named in drop_fields (by any of its names) is None."""
+    dropped = {canon for canon, aliases in ALIASES.items() if set(aliases) & set(names)} | set(names)
+    inside = tuple(
+        f"c.{rest}" for head, _, rest in (n.partition(".") for n in names) if rest and head in ALIASES["contexts"]
+    )
+    contexts = drop({"c": [{"text": t, "source": s} for t, s in zip(trace.contexts, trace.sources)]}, inside)["c"]
+    return {
+        "question": None if "question" in dropped else trace.question,
+        "answer": None if "answer" in dropped else trace.answer,
+        "contexts": None if "contexts" in dropped else json.dumps(contexts),
+        "app_version": None if "app_version" in dropped else trace.app_version,
+        "extra": json.dumps(drop(trace.extra, names), sort_keys=True, default=str) if trace.extra else None,
+    }
+
+
+def _row(trace: Trace, where: tuple[str, int], traps: TrapIndex, settings: Settings) -> list[Any]:
+    r = read_trace(trace.answer, trace.contexts, traps, settings.answerer.refusal_phrases)
+    kept = _stored(trace, settings.monitor.drop_fields)
+    return [
+        trace.trace_id, trace.at, trace.at.date(), kept["app_version"], kept["question"], kept["answer"],
+        kept["contexts"], len(trace.contexts), r.refused, r.cites, r.citation_hit, trace.corrected, r.trap_tests,
+        trace.latency_ms, trace.tokens, kept["extra"], where[0], where[1],
+    ]  # fmt: skip
+
+
+def _new_lines(path: Path, state: tuple[int, int, str] | None) -> tuple[int, int, bytes]:
+    """(first line number, byte offset, the complete new lines' bytes) of one file: from the start when the file is
+    new, shorter than what was read, or rewritten (its head changed)."""
+    with path.open("rb") as f:
+        head = f.read(HEAD)
+        offset, lines = 0, 0
+        if state is not None:
+            done, done_lines, sha = state
+            if hashlib.sha256(head[: min(done, HEAD)]).hexdigest() == sha and path.stat().st_size >= done:
+                offset, lines = done, done_lines
+        f.seek(offset)
+        data = f.read()
+    end = data.rfind(b"\n") + 1  # a last line without its newline is still being written: the next run reads it
+    return lines + 1, offset, data[:end]
+
+
+def _arrow(rows: list[list[Any]]) -> Any:
+    import pyarrow as pa
+
+    types = {"asked_at": pa.timestamp("us"), "day": pa.date32(), "trap_tests": pa.list_(pa.string()), "n_contexts": pa.int32(),
+             "latency_ms": pa.float64(), "tokens": pa.int64(), "line": pa.int32(),
+             "refused": pa.bool_(), "cites": pa.bool_(), "citation_hit": pa.bool_(), "corrected": pa.bool_()}  # fmt: skip
+    return pa.table({c: pa.array([r[i] for r in rows], type=types.get(c, pa.string())) for i, c in enumerate(COLUMNS)})
+
+
+def _read_file(path: Path, name: str, state: Any, traps: TrapIndex, settings: Settings) -> Any:
+    """The file's new traces as rows, its problems, and its new state."""
+    first, offset, data = _new_lines(path, state)
+    rows, problems = [], []
+    lines = data.split(b"\n")[:-1] if data else []
+    for n, raw in enumerate(lines, start=first):
+        if not raw.strip():
+            continue
+        try:
+            trace = parse_trace(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            problems.append((name, n, "not UTF-8 text"))
+            continue
+        except TraceProblem as exc:
+            problems.append((name, n, str(exc)))
+            continue
+        rows.append(_row(trace, (name, n), traps, settings))
+    with path.open("rb") as f:
+        head_sha = hashlib.sha256(f.read(min(offset + len(data), HEAD))).hexdigest()
+    return rows, problems, (offset + len(data), first - 1 + len(lines), head_sha)
+
+
+def ingest_traces(settings: Settings, con: Any, log: Callable[[str], None] = lambda _m: None) -> Ingested:
+    """Read what is new in [monitor].traces_dir into production_traces; returns what was read."""
+    t0 = time.perf_counter()
+    folder = settings.monitor.traces_dir
+    if folder is None:
+        raise MonitorError("[monitor].traces_dir is not set: point it at the folder your app writes its traces to")
+    if not folder.is_dir():
+        raise MonitorError(f"[monitor].traces_dir {folder} is not a folder; create it or fix the path")
+    traps, out = trap_index(settings)
+    result = Ingested(trap_note=out)
+    recorded = con.execute("SELECT file, bytes_read, lines_read, head_sha FROM trace_files").fetchall()
+    known = {r[0]: (r[1], r[2], r[3]) for r in recorded}
+    for path in sorted(p for p in folder.glob(settings.monitor.pattern) if p.is_file()):
+        name = path.relative_to(folder).as_posix()
+        rows, problems, state = _read_file(path, name, known.get(name), traps, settings)
+        if state == known.get(name):
+            continue
+        _write(con, name, rows, problems, state, result)
+        result.files_read += 1
+        log(f"{name}: {len(rows)} traces, {len(problems)} bad lines")
+    recorded = con.execute("SELECT file, line, problem FROM trace_problems ORDER BY file, line").fetchall()
+    result.problems = [f"{f}:{n}: {p}" for f, n, p in recorded]
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _write(con: Any, name: str, rows: list[list[Any]], problems: list[Any], state: Any, result: Ingested) -> None:
+    from ragpipe.warehouse import transaction
+
+    with transaction(con):
+        added = 0
+        if rows:
+            con.register("_traces", _arrow(rows))
+            names = ", ".join(COLUMNS)
+            sql = f"INSERT OR IGNORE INTO production_traces ({names}, ingested_at) SELECT {names}, now() FROM _traces"
+            added = con.execute(sql).fetchall()[0][0]  # the rows inserted: a trace already stored is not
+            con.unregister("_traces")
+        for f, n, p in problems:
+            con.execute("INSERT OR REPLACE INTO trace_problems VALUES (?, ?, ?, now())", [f, n, p])
+        con.execute("INSERT OR REPLACE INTO trace_files VALUES (?, ?, ?, ?, now())", [name, *state])
+    result.traces += added
+    result.repeated += len(rows) - added

@@ -1,0 +1,75 @@
+"""What a production trace says about the app, read the way the verdicts read answers: did it refuse, is what it
+quotes or cites in its own retrieved contexts, and did the question reach a golden test's trap passage."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ragpipe.core import normalize_text
+from ragpipe.reading import content_words, is_refusal
+
+# A citation marker: [1], [2, 3], [1][3]; the numbers are 1-based positions in the trace's contexts.
+_MARKER = re.compile(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
+# A quoted span of three words or more, in straight or curly quotes.
+_QUOTE = re.compile(r"[\"\u201c\u201e]([^\"\u201c\u201d\u201e]{8,}?)[\"\u201d]")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"\u201c(\[])")
+SUPPORT = 0.6  # share of a cited sentence's content words its context must hold (all of its numbers always)
+
+
+@dataclass(frozen=True)
+class Reading:
+    refused: bool
+    cites: bool  # quotes or cites something (or, uncited, states something): what the hit rate is over
+    citation_hit: bool | None  # None for a refusal: there is nothing it says the contexts say
+    trap_tests: list[str]  # golden negatives whose trap passage the question retrieved
+
+
+def _supported(sentence: str, contexts: list[set[str]]) -> bool:
+    """The sentence's numbers all in one context (given as its content words), and most of its content words."""
+    words = content_words(_MARKER.sub(" ", sentence))
+    if not words:
+        return True
+    numbers = {w for w in words if any(ch.isdigit() for ch in w)}
+    return any(numbers <= have and len(words & have) >= SUPPORT * len(words) for have in contexts)
+
+
+def citation_hit(answer: str, contexts: list[str]) -> bool:
+    """Is what the answer says the contexts say found in them? Each quoted span verbatim (normalized) in a context;
+    each sentence with a marker [n] supported by the context(s) it names (a marker past the last context misses);
+    an answer with neither: each of its sentences supported by one of the contexts."""
+    normalized = [normalize_text(c) for c in contexts]
+    words = [content_words(c) for c in contexts]
+    for quote in _QUOTE.findall(answer):
+        if len(quote.split()) >= 3 and not any(normalize_text(quote) in c for c in normalized):
+            return False
+    rest = _QUOTE.sub(" ", answer)
+    cited = [s for s in _SENTENCE.split(rest) if _MARKER.search(s)]
+    for sentence in cited:
+        named = {int(n) for m in _MARKER.findall(sentence) for n in m.split(",")}
+        if any(not 1 <= n <= len(contexts) for n in named):
+            return False
+        if not _supported(sentence, [words[n - 1] for n in sorted(named)]):
+            return False
+    if cited or _QUOTE.search(answer):
+        return True
+    return all(_supported(s, words) for s in _SENTENCE.split(answer) if s.strip())
+
+
+class TrapIndex:
+    """The golden set's trap passages (negative tests' trap quotes), found in a trace's contexts by normalized text."""
+
+    def __init__(self, traps: dict[str, str]):
+        self.traps = {qid: normalize_text(q) for qid, q in traps.items() if q and q.strip()}
+
+    def hits(self, contexts: list[str]) -> list[str]:
+        if not self.traps:
+            return []
+        texts = [normalize_text(c) for c in contexts]
+        return sorted(qid for qid, quote in self.traps.items() if any(quote in t for t in texts))
+
+
+def read_trace(answer: str, contexts: list[str], traps: TrapIndex, phrases: tuple[str, ...] = ()) -> Reading:
+    refused = is_refusal(answer, phrases)
+    hit = None if refused or not answer.strip() else citation_hit(answer, contexts)
+    return Reading(refused=refused, cites=hit is not None, citation_hit=hit, trap_tests=traps.hits(contexts))
