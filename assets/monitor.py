@@ -20,7 +20,10 @@ MONITOR_VERSION = "1"
 
 
 def _version(settings: Settings) -> str:
-    payload = {"monitor": settings.monitor.versioned(settings.root), "refusal_phrases": settings.answerer.refusal_phrases}
+    payload = {
+        "monitor": settings.monitor.versioned(settings.root),
+        "refusal_phrases": settings.answerer.refusal_phrases,
+    }
     return f"v{MONITOR_VERSION}-{hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:10]}"
 
 

@@ -17,6 +17,7 @@ import dataclasses
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -30,10 +31,15 @@ ON_DEMAND = (
 )
 
 
-def _version(settings: Settings, *sections: str) -> str:
+def _version(settings: Settings, *sections: str, risk: bool = False) -> str:
+    """[niah] and the named sections; [niah].risk only where asked (it changes the report's tier choice, no trial)."""
     from ragpipe.niah import NIAH_VERSION
 
-    payload = {"niah": dataclasses.asdict(settings.niah)}
+    niah = dataclasses.asdict(settings.niah)
+    niah.pop("risk")
+    payload: dict[str, Any] = {"niah": niah}
+    if risk and settings.niah.risk:
+        payload["risk"] = settings.niah.risk
     for s in sections:
         payload[s] = settings.versioned(s)
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:10]
@@ -44,6 +50,29 @@ def markdown_image(path: str) -> str:
     """A PNG inlined in Markdown metadata: the UI shows it on the materialization."""
     data = base64.b64encode(Path(path).read_bytes()).decode()
     return f"![{Path(path).stem}](data:image/png;base64,{data})"
+
+
+def _tier_table(rows: list[dict[str, Any]]) -> str:
+    """The tier choice as a Markdown table: per length and needle type, the chosen path and every path's figures."""
+    from ragpipe.niah import NONE_GOOD
+
+    subjects = sorted({p["subject"] for t in rows for p in t["paths"]})
+    head = "| length | needle type | threshold | choice | " + " | ".join(f"{s}: lower bound, tokens" for s in subjects)
+    out = [head + " |", "|---:|---|---:|---|" + "---|" * len(subjects)]
+    for t in rows:
+        cells = []
+        for s in subjects:
+            p = next((p for p in t["paths"] if p["subject"] == s), None)
+            if p is None or p["overflowed"]:
+                cells.append("-" if p is None else "beyond the window")
+            else:
+                tokens = "-" if p["tokens"] is None else f"{p['tokens']:,.0f}"
+                cells.append(f"{p['lower']:.2f}, {tokens}")
+        choice = t["choice"] or NONE_GOOD
+        out.append(
+            f"| {t['length']} | {t['needle_type']} | {t['threshold']:g} | {choice} | " + " | ".join(cells) + " |"
+        )
+    return "\n".join(out)
 
 
 def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
@@ -97,7 +126,7 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         deps=[niah_trials],
         group_name=GROUP,
         kinds={"duckdb", "matplotlib"},
-        code_version=_version(settings),
+        code_version=_version(settings, risk=True),
         pool="duckdb",
         description="One figure per subject (metrics side by side, length x depth, n and 95% intervals, overflow marked), "
         "effective context length and positional bias raised only when the intervals support them." + ON_DEMAND,
@@ -117,6 +146,8 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         }
         metadata["run_id"] = result["run_id"]
         metadata["summary"] = dg.MetadataValue.md(f"```\n{text}\n```")
+        if result.get("tiers"):
+            metadata["tier_choice"] = dg.MetadataValue.md(_tier_table(result["tiers"]))
         for subject, info in result["subjects"].items():
             metadata[f"{subject}_effective_length"] = dg.MetadataValue.json(info["effective_length"])
             metadata[f"{subject}_bias"] = dg.MetadataValue.json(info["bias"])

@@ -325,6 +325,9 @@ def test_retrieval_path_end_to_end_through_dagster_and_deterministic(tmp_path: P
     assert list(report_md)[0] == "figures"  # the combined figure heads the materialization in the UI
     assert report_md["figures"].value.count("data:image/png;base64,") == 1  # one subject, one figure
     assert "retrieval_effective_length" in report_md
+    tier_rows = report_md["tier_choice"].value.splitlines()[2:]  # per length: all types, then each needle type
+    assert len(tier_rows) == 2 * 3 and all(row.startswith("| 500 |") or row.startswith("| 1000 |") for row in tier_rows)
+    assert "TIER CHOICE" in report_md["summary"].value
     figures = sorted((s.warehouse_dir / "niah" / result.run_id).glob("*.png"))
     assert [p.name for p in figures] == ["retrieval.png"] and figures[0].stat().st_size > 1000
 

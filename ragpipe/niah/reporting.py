@@ -12,6 +12,7 @@ import duckdb
 
 from ragpipe.niah.figures import subject_figure
 from ragpipe.niah.stats import NOT_ENOUGH, Estimate, bias_flags, effective_length, estimate, pooled
+from ragpipe.niah.tiers import choose_tiers, tier_text
 from ragpipe.niah.trials import Log, noop
 from ragpipe.settings import Settings
 from ragpipe.warehouse import transaction
@@ -131,6 +132,7 @@ def report(
         if png is not None:
             result["figures"].append(str(png))
         result["subjects"][subject] = info
+    result["tiers"] = [t.as_dict() for t in choose_tiers(con, run_id, ns)]
     with transaction(con):
         con.execute(
             "UPDATE niah_runs SET report_json = ? WHERE run_id = ?", [json.dumps(result, sort_keys=True), run_id]
@@ -204,6 +206,8 @@ def render_text(result: dict[str, Any], con: duckdb.DuckDBPyConnection, threshol
             lines.append(_bias_line(metric, info["bias"][metric]))
         if info["overflow_lengths"]:
             lines.append(f"  overflow (beyond the window, not scored) at lengths {info['overflow_lengths']}")
+    if result.get("tiers"):
+        lines.append("\n" + tier_text(result["tiers"]))
     figs = result.get("figures", [])
     lines.append(f"\nfigures: {', '.join(figs) if figs else '-'}")
     return "\n".join(lines)

@@ -39,6 +39,12 @@ class NiahSettings:
     effective_threshold: float = 0.85  # effective length: longest length whose score stays at or above this
     bias_threshold: float = 0.15  # positional bias: middle depths below the edges by more than this
     reasoning: bool = True  # follow-up compare/order/negate task on the cited or retrieved evidence
+    # A higher bar per needle type for the tier choice ({"table_cell": 0.95}): (type, threshold) pairs, sorted.
+    risk: tuple[tuple[str, float], ...] = ()
+
+    def threshold(self, needle_type: str) -> float:
+        """What the tier choice asks of a path for this needle type: its [niah].risk, else effective_threshold."""
+        return dict(self.risk).get(needle_type, self.effective_threshold)
 
     def hash(self) -> str:
         return hashlib.sha256(json.dumps(dataclasses.asdict(self), sort_keys=True).encode()).hexdigest()[:10]
@@ -50,9 +56,26 @@ def read(value: Any, source: Path) -> NiahSettings:
     for key in ("lengths", "depths"):
         if key in raw and isinstance(raw[key], list):
             raw[key] = [float(v) if key == "depths" else v for v in raw[key]]
+    risk = _risk(raw.pop("risk", {}), source)
     ns: NiahSettings = build(NiahSettings, raw, "niah", source)
     check(ns, source)
-    return dataclasses.replace(ns, lengths=tuple(sorted(set(ns.lengths))), depths=tuple(sorted(set(ns.depths))))
+    return dataclasses.replace(
+        ns, lengths=tuple(sorted(set(ns.lengths))), depths=tuple(sorted(set(ns.depths))), risk=risk
+    )
+
+
+def _risk(value: Any, src: Path) -> tuple[tuple[str, float], ...]:
+    """[niah].risk: a table of needle type -> threshold in (0, 1]."""
+    if not isinstance(value, dict):
+        raise SettingsError(
+            f"{src}: [niah].risk must be a table of needle type = threshold, e.g. {{table_cell = 0.95}}"
+        )
+    for key, bar in value.items():
+        if key not in NEEDLE_TYPES:
+            raise SettingsError(f"{src}: [niah].risk.{key} is not a needle type; allowed: {list(NEEDLE_TYPES)}")
+        if isinstance(bar, bool) or not isinstance(bar, (int, float)) or not 0 < bar <= 1:
+            raise SettingsError(f"{src}: [niah].risk.{key} must be a threshold in (0, 1], got {bar!r}")
+    return tuple(sorted((k, float(v)) for k, v in value.items()))
 
 
 def check(ns: NiahSettings, src: Path) -> None:
