@@ -13,7 +13,7 @@ from ragpipe.niah import ALL_TYPES, NONE_GOOD, choose_tiers, tier_text
 from ragpipe.settings import NiahSettings, SettingsError, load_settings
 
 SCHEMA = """CREATE TABLE niah_trials (run_id VARCHAR, subject VARCHAR, length_target INTEGER, needle_type VARCHAR,
-status VARCHAR, exact DOUBLE, input_tokens INTEGER, output_tokens INTEGER, latency_s DOUBLE)"""
+status VARCHAR, exact DOUBLE, input_tokens INTEGER, output_tokens INTEGER, latency_s DOUBLE, summary_tokens INTEGER)"""
 
 
 def trials(rows: list[tuple[str, int, str, int, int, int, float]]) -> duckdb.DuckDBPyConnection:
@@ -25,7 +25,7 @@ def trials(rows: list[tuple[str, int, str, int, int, int, float]]) -> duckdb.Duc
         for i in range(n):
             status = "overflow" if tokens is None else "scored"
             exact = None if tokens is None else float(i < hits)
-            con.execute("INSERT INTO niah_trials VALUES ('r1', ?, ?, ?, ?, ?, ?, 5, ?)",
+            con.execute("INSERT INTO niah_trials VALUES ('r1', ?, ?, ?, ?, ?, ?, 5, ?, NULL)",
                         [subject, length, kind, status, exact, tokens, latency])  # fmt: skip
     return con
 

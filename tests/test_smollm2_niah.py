@@ -107,3 +107,51 @@ def test_niah_run_with_the_smollm2_answerer(tmp_path: Path) -> None:
         else:
             assert status == "overflow" and answer is None and exact is None
             assert est > 8192 - MAX_TOKENS
+
+
+def test_the_summary_path_with_the_smollm2_answerer(tmp_path: Path) -> None:
+    """The haystack summarized by the model piece by piece with the question withheld, then asked over the summary;
+    the pieces a haystack's trials share are summarized once; the report chooses a path per length."""
+    settings = write_settings(
+        tmp_path / "ragpipe.toml",
+        {
+            "warehouse": {"dir": "warehouse"},
+            "corpus": {"dir": CORPUS.as_posix()},
+            "answerer": {"kind": "smollm2", "openai": {"max_tokens": MAX_TOKENS}},
+            "niah": {
+                "lengths": [400, 2500],
+                "depths": [0, 100],
+                "repetitions": 1,
+                "needle_types": ["numeric"],
+                "methods": ["direct"],
+                "subjects": ["summary", "full_context"],
+                "reasoning": False,
+            },
+        },
+    )
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path)}
+    run = subprocess.run(
+        [sys.executable, "-m", "ragpipe.cli", "--settings", str(settings), "niah", "run"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "SUMMARY" in run.stdout and "TIER CHOICE" in run.stdout, run.stdout[-3000:]
+
+    from ragpipe.warehouse import connect
+
+    with connect(tmp_path / "warehouse" / "ragpipe.duckdb", read_only=True) as con:
+        rows = con.execute(
+            "SELECT length_target, depth_target, status, answer, exact, retrieval_score, summary_tokens, "
+            "summary_latency_s, input_tokens FROM niah_trials WHERE subject = 'summary' ORDER BY length_target, "
+            "trial_id"
+        ).fetchall()
+        others = con.execute(
+            "SELECT count(*) FROM niah_trials WHERE subject <> 'summary' AND summary_tokens IS NOT NULL"
+        )
+        assert others.fetchall() == [(0,)]
+    assert len(rows) == 2 * 2
+    for _, _, status, answer, exact, kept, spent, seconds, n_in in rows:
+        assert status == "scored" and answer and exact is not None and kept is not None
+        assert spent is not None and seconds is not None and n_in
+    long_haystack = [r[6] for r in rows if r[0] == 2500]
+    assert min(long_haystack) > 0 and min(long_haystack) < max(long_haystack)  # the second trial reused pieces

@@ -29,6 +29,7 @@ from ragpipe.niah.subjects import (
     evaluate_trials,
     window_counter,
 )
+from ragpipe.niah.summary import Summaries
 from ragpipe.niah.trials import Log, Progress, Trial, build_trials, load_haystacks, noop, prefix_sharing_order
 from ragpipe.rag import load_answerer
 from ragpipe.settings import NiahSettings, Settings
@@ -85,6 +86,8 @@ COLUMNS = [
     "reasoning_score",
     "retrieved_ranks",
     "error",
+    "summary_tokens",
+    "summary_latency_s",
 ]
 
 
@@ -115,8 +118,20 @@ def evaluate_subject(
     counter: tuple[str, PromptCounter] | None = None,
 ) -> list[dict[str, Any]]:
     """Every trial on one subject, in memory (no storage, no resume): one row per trial."""
-    retrieval = RetrievalContexts(settings, run_id) if subject == "retrieval" else None
-    return evaluate_trials(subject, trials, settings, ns, tok, answerer, retrieval, counter)
+    return evaluate_trials(
+        subject, trials, settings, ns, tok, answerer, _source(subject, settings, ns, run_id, answerer, tok), counter
+    )
+
+
+def _source(subject: str, settings: Settings, ns: NiahSettings, run_id: str, answerer: Any, tok: Tokenizer) -> Any:
+    """Where a subject's contexts come from: the retrieval pipeline, the summaries (window-sized pieces), or nothing."""
+    if subject == "retrieval":
+        return RetrievalContexts(settings, run_id)
+    if subject == "summary":
+        window = ns.window or DEFAULT_WINDOWS.get(settings.answerer.kind, 0)
+        budget = window - settings.answerer.openai.max_tokens - PROMPT_OVERHEAD if window else 0
+        return Summaries(answerer, tok, budget)
+    return None
 
 
 def _clock(seconds: float) -> str:
@@ -284,13 +299,13 @@ def run_trials(
     embedder_tag = None
     for subject in ns.subjects:
         todo = [t for t in trials if (t.trial_id, subject) not in done]
-        retrieval = RetrievalContexts(settings, run_id) if subject == "retrieval" and todo else None
-        if retrieval is not None:
-            embedder_tag = retrieval.emb.tag
+        source = _source(subject, settings, ns, run_id, answerer, tok) if todo else None
+        if isinstance(source, RetrievalContexts):
+            embedder_tag = source.emb.tag
         for j in range(0, len(todo), step):
             batch = todo[j : j + step]
             b0 = time.perf_counter()
-            rows = evaluate_trials(subject, batch, settings, ns, tok, answerer, retrieval, counter)
+            rows = evaluate_trials(subject, batch, settings, ns, tok, answerer, source, counter)
             _insert(con, run_id, rows, base_s + time.perf_counter() - t0)  # a stop loses at most this slice
             finished += len(rows)
             new_rows += len(rows)

@@ -2,6 +2,8 @@
 
 - retrieval: the haystack is chunked (ragpipe.ingest.chunk_document with the [chunker] settings), embedded into LanceDB
   (ragpipe.embed.sync_vectors: unchanged chunks are never re-embedded), top-k retrieved ([retriever]) and answered.
+- summary: the haystack summarized piece by piece with the question withheld, the question asked over the summary
+  (ragpipe.niah.summary).
 - full_context: the whole haystack goes to the answerer; a prompt beyond the subject's window is labelled overflow
   (or truncated) and never scored as a miss. The window check counts the prompt as the model will see it with the
   model's own tokenizer when the answerer has one (`count_prompt_tokens`, SmolLM2), else with the named tokenizer
@@ -18,6 +20,7 @@ from typing import Any, Callable
 from ragpipe.niah.haystack import Tokenizer
 from ragpipe.niah.needles import Needle, locate_prompt, reasoning_prompt, structured_prompt
 from ragpipe.niah.scoring import evidence_contains, extract_json, score_answer, score_reasoning
+from ragpipe.niah.summary import Summaries
 from ragpipe.niah.trials import Trial
 from ragpipe.rag import Answer, ExtractiveAnswerer
 from ragpipe.settings import NiahSettings, Settings
@@ -134,6 +137,8 @@ def row_base(t: Trial, subject: str, answerer_label: str, tok: Tokenizer, ns: Ni
         "reasoning_score": None,
         "retrieved_ranks": None,
         "error": None,
+        "summary_tokens": None,
+        "summary_latency_s": None,
     }
 
 
@@ -192,14 +197,27 @@ def _contexts(
     ns: NiahSettings,
     tok: Tokenizer,
     answerer: Any,
-    retrieval: RetrievalContexts | None,
+    source: RetrievalContexts | Summaries | None,
     counter: tuple[str, PromptCounter] | None,
 ) -> list[list[str] | None]:
-    """What each trial's answerer reads: the retrieved chunks, or the haystack fitted to the window (None: not sent).
-    Each trial's row gets its retrieval ranks and score, or its window check."""
+    """What each trial's answerer reads: the retrieved chunks, the haystack's summary, or the haystack fitted to the
+    window (None: not sent). Each trial's row gets its retrieval ranks and score, its summary's cost and whether the
+    summary kept the needle (retrieval_score), or its window check."""
     contexts: list[list[str] | None] = [None] * len(trials)
+    if subject == "summary":
+        assert isinstance(source, Summaries)
+        for i, t in enumerate(trials):
+            text, tokens, seconds, err = source.for_text(t.placement.text)
+            rows[i].update(summary_tokens=tokens, summary_latency_s=round(seconds, 6))
+            if err:
+                rows[i].update(status="error", error=f"summary: {err}")
+                continue
+            contexts[i] = [text]
+            rows[i]["retrieval_score"] = evidence_contains(text, t.needle)
+        return contexts
     if subject == "retrieval":
-        assert retrieval is not None
+        retrieval = source
+        assert isinstance(retrieval, RetrievalContexts)
         for i, t in enumerate(trials):
             texts = retrieval.for_trial(t)
             contexts[i] = texts
@@ -302,7 +320,7 @@ def evaluate_trials(
     ns: NiahSettings,
     tok: Tokenizer,
     answerer: Any,
-    retrieval: RetrievalContexts | None = None,
+    source: RetrievalContexts | Summaries | None = None,
     counter: tuple[str, PromptCounter] | None = None,
 ) -> list[dict[str, Any]]:
     """Answer and score a slice of trials on one subject (one answer_all per step, so the answerer's concurrency
@@ -312,7 +330,7 @@ def evaluate_trials(
     phrases = settings.answerer.refusal_phrases
     rows = [row_base(t, subject, answerer.label, tok, ns) for t in trials]
     prompts = [first_prompt(t, structured, refusal) for t in trials]
-    contexts = _contexts(subject, trials, rows, prompts, settings, ns, tok, answerer, retrieval, counter)
+    contexts = _contexts(subject, trials, rows, prompts, settings, ns, tok, answerer, source, counter)
     todo = [i for i in range(len(trials)) if contexts[i] is not None]
     answers, quotes = _answer(trials, todo, prompts, contexts, answerer, structured, refusal)
     follow: list[tuple[int, str, list[str]]] = []

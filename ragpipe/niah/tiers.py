@@ -25,7 +25,8 @@ NONE_GOOD = "no path is good enough at this length"
 TRIALS_SQL = """
 SELECT subject, length_target, needle_type, count(*) AS n, count(exact) AS scored, coalesce(sum(exact), 0) AS hits,
        count(*) FILTER (WHERE status IN ('overflow', 'truncated')) AS overflowed,
-       avg(coalesce(input_tokens, 0) + coalesce(output_tokens, 0)) FILTER (WHERE exact IS NOT NULL) AS tokens,
+       avg(coalesce(input_tokens, 0) + coalesce(output_tokens, 0) + coalesce(summary_tokens, 0))
+           FILTER (WHERE exact IS NOT NULL) AS tokens,
        avg(latency_s) FILTER (WHERE exact IS NOT NULL) AS latency_s
 FROM niah_trials WHERE run_id = ? GROUP BY ALL
 """

@@ -176,6 +176,15 @@ class OpenAIAnswerer:
             return Answer("", time.perf_counter() - t0, 0, 0, error=str(exc))
         return Answer(reply.text, time.perf_counter() - t0, reply.prompt_tokens, reply.completion_tokens)
 
+    def complete(self, messages: list[dict[str, str]]) -> Answer:
+        """The endpoint's reply to chat messages of our own (a summary), with its tokens and latency."""
+        t0 = time.perf_counter()
+        try:
+            reply = chat(self.cfg, messages)
+        except ChatError as exc:
+            return Answer("", time.perf_counter() - t0, 0, 0, error=str(exc))
+        return Answer(reply.text, time.perf_counter() - t0, reply.prompt_tokens, reply.completion_tokens)
+
     def answer_all(self, items: list[tuple[str, list[str]]]) -> list[Answer]:
         with ThreadPoolExecutor(max_workers=max(1, self.cfg.concurrency)) as pool:
             return list(pool.map(lambda qc: self.answer(*qc), items))
@@ -282,8 +291,12 @@ class SmolLM2Answerer:
 
     def reply(self, messages: list[dict[str, str]]) -> str:
         """The model's reply to chat messages of its own (no retrieved passages): rewording, not answering."""
+        return self.complete(messages).text
+
+    def complete(self, messages: list[dict[str, str]]) -> Answer:
+        """The model's reply to chat messages of its own, with its tokens and latency (a summary, a rewording)."""
         prompt = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        return self._generate(prompt).text
+        return self._generate(prompt)
 
     def _generate(self, prompt: str) -> Answer:
         import torch

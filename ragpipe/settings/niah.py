@@ -14,7 +14,7 @@ from ragpipe.settings.base import SettingsError, build, table
 
 NEEDLE_TYPES = ("proper_noun", "numeric", "negative", "cross_sentence", "table_cell")
 METHODS = ("direct", "rewritten", "cite", "locate")
-SUBJECTS = ("retrieval", "full_context")
+SUBJECTS = ("retrieval", "full_context", "summary")
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class NiahSettings:
     repetitions: int = 2  # per cell, each with its own seed (another haystack order, another needle)
     needle_types: tuple[str, ...] = NEEDLE_TYPES
     methods: tuple[str, ...] = ("direct",)  # direct | rewritten | cite | locate
-    subjects: tuple[str, ...] = SUBJECTS  # retrieval | full_context
+    subjects: tuple[str, ...] = ("retrieval", "full_context")  # retrieval | full_context | summary
     haystack_dir: str = ""  # the haystack theme; "" = the corpus, as parsed (a folder outside it: its text files)
     off_theme_dir: str = ""  # off-theme text files; "" = built-in generated off-theme paragraphs
     off_theme_ratio: float = 0.1  # share of haystack paragraphs that are off-theme
