@@ -93,6 +93,7 @@ def test_a_corrected_answer_that_differs_is_a_correction_and_an_equal_one_is_not
         ("It is 4 bytes [2].", False),  # there is no second context
         ('The book says it "represents a Unicode scalar value".', True),
         ('The book says it "represents a Unicode code point".', False),  # a quote the context does not hold
+        ('The "char" type is 8 bytes.', False),  # a quoted word is a term: the sentence itself is checked
         ("Rust's char type is 4 bytes in size.", True),  # uncited: its sentences are what it says the context says
         ("Python integers have arbitrary precision.", False),
     ],
@@ -135,7 +136,7 @@ def test_each_line_once_new_lines_only_a_copied_file_and_a_half_written_line(tmp
 
 
 def test_dropped_fields_never_reach_the_warehouse(tmp_path: Path) -> None:
-    s = settings(tmp_path, drop_fields=["user", "question", "meta.email", "contexts.source"])
+    s = settings(tmp_path, drop_fields=["user", "question", "meta.email", "source"])  # a plain name: anywhere
     secret = trace(user="alice@example.com", meta={"email": "alice@example.com", "plan": "pro"},
                    contexts=[{"text": CTX, "source": "alice-private.pdf"}], authorization="Bearer sk-123")  # fmt: skip
     (s.monitor.traces_dir / "d.jsonl").write_text(lines(secret))
@@ -254,7 +255,7 @@ def test_the_sensor_runs_the_asset_and_its_check_warns_on_the_broken_day(tmp_pat
     assert "refusal_rate" in check.description and "OUT of its recent interval" in check.description
     (mat,) = result.get_asset_materialization_events()
     meta = {k: v.value for k, v in mat.materialization.metadata.items()}
-    assert meta["new_traces"] > 0 and meta["bad_lines"] == 1
+    assert meta["new_traces"] > 0 and meta["new_bad_lines"] == meta["bad_lines"] == 1
     assert f"{files[-1].name}:" in meta["bad_lines_named"] and "not JSON" in meta["bad_lines_named"]
     assert meta["figure"].startswith("![rates](data:image/png;base64,")
     assert "| 2026-11-08 |" in meta["daily"]
@@ -270,11 +271,11 @@ def test_ragpipe_monitor_prints_the_days_and_gates_on_a_rate_out_of_its_interval
     (s.monitor.traces_dir / "late.jsonl").write_text(lines(trace(time="tomorrow")))
     assert main(["--settings", str(s.source), "monitor", "--gate"]) == 1
     out = capsys.readouterr().out
-    assert "360 new traces from 9 files, 1 bad lines" in out  # 8 days of 45
+    assert "360 new traces from 9 files, 1 new bad lines (1 recorded)" in out  # 8 days of 45
     assert "late.jsonl:1: 'time' is not an ISO 8601 time" in out
     assert "2026-11-08" in out and "refusal_rate on 2026-11-08" in out and "OUT of its recent interval" in out
     assert main(["--settings", str(s.source), "monitor"]) == 0  # without --gate: reported, not blocking
-    assert "0 new traces from 0 files" in capsys.readouterr().out
+    assert "0 new traces from 0 files, 0 new bad lines (1 recorded)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,10 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     meta = {
         k: v.value for e in result.get_asset_materialization_events() for k, v in e.materialization.metadata.items()
     }
-    print(f"{meta['new_traces']} new traces from {meta['files_read']} files, {meta['bad_lines']} bad lines")
+    print(
+        f"{meta['new_traces']} new traces from {meta['files_read']} files, {meta['new_bad_lines']} new bad lines "
+        f"({meta['bad_lines']} recorded)"
+    )
     for line in str(meta.get("bad_lines_named", "")).splitlines()[: args.show_bad]:
         print(f"  {line.removeprefix('- ').strip('`')}")
     with connect(settings.duckdb_path, read_only=True) as con:

@@ -33,7 +33,8 @@ class Ingested:
     files_read: int = 0
     traces: int = 0  # new traces stored
     repeated: int = 0  # lines already stored (a file read twice, a copy of a file)
-    problems: list[str] = field(default_factory=list)  # "file:line: what is wrong"
+    new_problems: int = 0  # bad lines found by this run
+    problems: list[str] = field(default_factory=list)  # every bad line recorded so far: "file:line: what is wrong"
     trap_note: str = ""  # why no trap hits were read, if so
     seconds: float = 0.0
 
@@ -42,6 +43,7 @@ class Ingested:
             "files_read": self.files_read,
             "new_traces": self.traces,
             "repeated_lines": self.repeated,
+            "new_bad_lines": self.new_problems,
             "bad_lines": len(self.problems),
             "seconds": round(self.seconds, 2),
         }
@@ -63,8 +65,11 @@ def trap_index(settings: Settings) -> tuple[TrapIndex, str]:
 def _stored(trace: Trace, names: tuple[str, ...]) -> dict[str, Any]:
     """The trace's fields as stored: a field named in drop_fields (by any of its names) is None."""
     dropped = {canon for canon, aliases in ALIASES.items() if set(aliases) & set(names)} | set(names)
+    # inside each context: a dotted name under contexts ("contexts.source"), and every plain name (dropped anywhere)
     inside = tuple(
-        f"c.{rest}" for head, _, rest in (n.partition(".") for n in names) if rest and head in ALIASES["contexts"]
+        f"c.{rest or head}"
+        for head, _, rest in (n.partition(".") for n in names)
+        if not rest or head in ALIASES["contexts"]
     )
     contexts = drop({"c": [{"text": t, "source": s} for t, s in zip(trace.contexts, trace.sources)]}, inside)["c"]
     return {
@@ -151,6 +156,7 @@ def ingest_traces(settings: Settings, con: Any, log: Callable[[str], None] = lam
         if state == known.get(name):
             continue
         _write(con, name, rows, problems, state, result)
+        result.new_problems += len(problems)
         result.files_read += 1
         log(f"{name}: {len(rows)} traces, {len(problems)} bad lines")
     recorded = con.execute("SELECT file, line, problem FROM trace_problems ORDER BY file, line").fetchall()

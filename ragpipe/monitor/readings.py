@@ -40,9 +40,9 @@ def citation_hit(answer: str, contexts: list[str]) -> bool:
     an answer with neither: each of its sentences supported by one of the contexts."""
     normalized = [normalize_text(c) for c in contexts]
     words = [content_words(c) for c in contexts]
-    for quote in _QUOTE.findall(answer):
-        if len(quote.split()) >= 3 and not any(normalize_text(quote) in c for c in normalized):
-            return False
+    quotes = [q for q in _QUOTE.findall(answer) if len(q.split()) >= 3]  # a quoted word or two is a term, not a quote
+    if any(not any(normalize_text(q) in c for c in normalized) for q in quotes):
+        return False
     rest = _QUOTE.sub(" ", answer)
     cited = [s for s in _SENTENCE.split(rest) if _MARKER.search(s)]
     for sentence in cited:
@@ -51,7 +51,7 @@ def citation_hit(answer: str, contexts: list[str]) -> bool:
             return False
         if not _supported(sentence, [words[n - 1] for n in sorted(named)]):
             return False
-    if cited or _QUOTE.search(answer):
+    if cited or quotes:
         return True
     return all(_supported(s, words) for s in _SENTENCE.split(answer) if s.strip())
 
