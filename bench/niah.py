@@ -87,6 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--figures", type=Path, default=ROOT / "docs")
     ap.add_argument("--tag", default="", help="figure names: docs/niah[_TAG]_<subject>.png")
     ap.add_argument("--keep", type=Path, help="keep the warehouse here instead of a temporary directory")
+    ap.add_argument(
+        "--parse",
+        action="store_true",
+        help="parse --data first as `ragpipe ingest` does, so PDF and HTML documents become haystacks",
+    )
     args = ap.parse_args(argv)
 
     from ragpipe.niah import (
@@ -168,6 +173,19 @@ def main(argv: list[str] | None = None) -> int:
             f"offsets re-measured) {inserts} s",
             flush=True,
         )
+
+    if args.parse:  # haystacks from the documents as the graph parses them (PDF, HTML, Markdown, text)
+        from ragpipe.ingest import parse_documents, sync_corpus
+
+        t1 = time.perf_counter()
+        with connect(settings.duckdb_path) as con:
+            sync_corpus(settings, con, "bench-parse")
+            parsed = parse_documents(settings, con, "bench-parse")
+            formats = con.execute(
+                "SELECT format, count(*), sum(n_chars) FROM documents GROUP BY 1 ORDER BY 1"
+            ).fetchall()
+        results["parsed"] = {"seconds": round(time.perf_counter() - t1, 1), "stats": parsed, "formats": formats}
+        print(f"parsed {args.data} in {time.perf_counter() - t1:.1f} s: {formats}", flush=True)
 
     started = time.perf_counter()
     last = {"k": ""}

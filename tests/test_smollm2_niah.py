@@ -136,6 +136,7 @@ def test_the_summary_path_with_the_smollm2_answerer(tmp_path: Path) -> None:
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     assert "SUMMARY" in run.stdout and "TIER CHOICE" in run.stdout, run.stdout[-3000:]
+    assert any((tmp_path / "warehouse" / "niah").glob("*/paths.png"))  # the paths side by side
 
     from ragpipe.warehouse import connect
 

@@ -84,3 +84,41 @@ def subject_figure(subject: str, cells: list[dict[str, Any]], title: str, path: 
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def paths_figure(subjects: dict[str, Any], threshold: float, title: str, path: Path) -> Path | None:
+    """The paths side by side: exact per length for each subject, with its 95 % interval and the threshold the tier
+    choice asks; lengths beyond a subject's window are left out of its line. None with fewer than two subjects."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lines = {s: info["by_length"].get("exact", {}) for s, info in subjects.items()}
+    lines = {s: per for s, per in lines.items() if any(e["n"] for e in per.values())}
+    if len(lines) < 2:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for k, (subject, per) in enumerate(sorted(lines.items())):
+        over = set(subjects[subject].get("overflow_lengths", []))
+        pts = sorted((int(n), e) for n, e in per.items() if e["n"] and int(n) not in over)
+        if not pts:
+            continue
+        xs = [n * (1 + 0.03 * (k - 1)) for n, _ in pts]  # a small offset keeps the intervals apart
+        ys = [e["mean"] for _, e in pts]
+        err = [[y - e["lo"] for y, (_, e) in zip(ys, pts)], [e["hi"] - y for y, (_, e) in zip(ys, pts)]]
+        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=subject.replace("_", " "))
+    ax.axhline(threshold, color="grey", linestyle="--", linewidth=1, label=f"threshold {threshold:g}")
+    ax.set_xscale("log")
+    lengths = sorted({int(n) for per in lines.values() for n in per})
+    ax.set_xticks(lengths, [_length_label(n) for n in lengths])
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_xlabel("haystack length (tokens)")
+    ax.set_ylabel("exact (95 % interval)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

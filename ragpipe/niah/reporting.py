@@ -10,7 +10,7 @@ from typing import Any
 
 import duckdb
 
-from ragpipe.niah.figures import subject_figure
+from ragpipe.niah.figures import paths_figure, subject_figure
 from ragpipe.niah.stats import NOT_ENOUGH, Estimate, bias_flags, effective_length, estimate, pooled
 from ragpipe.niah.tiers import choose_tiers, tier_text
 from ragpipe.niah.trials import Log, noop
@@ -133,6 +133,11 @@ def report(
             result["figures"].append(str(png))
         result["subjects"][subject] = info
     result["tiers"] = [t.as_dict() for t in choose_tiers(con, run_id, ns)]
+    png = paths_figure(
+        result["subjects"], ns.effective_threshold, f"paths side by side; run {run_id}", out_dir / "paths.png"
+    )
+    if png is not None:
+        result["figures"].insert(0, str(png))
     with transaction(con):
         con.execute(
             "UPDATE niah_runs SET report_json = ? WHERE run_id = ?", [json.dumps(result, sort_keys=True), run_id]
