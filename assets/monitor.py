@@ -27,23 +27,6 @@ def _version(settings: Settings) -> str:
     return f"v{MONITOR_VERSION}-{hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:10]}"
 
 
-def _daily_table(series: list[dict[str, Any]]) -> str:
-    def pct(v: float | None) -> str:
-        return "" if v is None else f"{v:.1%}"
-
-    rows = [
-        "| day | traces | refusal | citation hit | correction | trap hits | p95 ms |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for d in series[-14:]:
-        p95 = "" if d["latency_p95_ms"] is None else f"{d['latency_p95_ms']:.0f}"
-        rows.append(
-            f"| {d['day']} | {d['traces']} | {pct(d['refusal_rate'])} | {pct(d['citation_hit_rate'])} | "
-            f"{pct(d['correction_rate'])} | {d['trap_hits']} | {p95} |"
-        )
-    return "\n".join(rows)
-
-
 def build_monitor_assets(settings: Settings) -> tuple[dg.AssetsDefinition, dg.AssetChecksDefinition]:
     @dg.asset(
         name="production_traces",
@@ -56,7 +39,8 @@ def build_monitor_assets(settings: Settings) -> tuple[dg.AssetsDefinition, dg.As
         "and monitor_trap_hits). Run by the traces sensor when files change.",
     )
     def production_traces(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
-        from ragpipe.monitor import days, ingest_traces, judge, rates_figure
+        from ragpipe.monitor import DAILY_COLUMNS, daily_rows, days, ingest_traces, judge, rates_figure
+        from ragpipe.warehouse import format_rows
 
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
@@ -68,7 +52,7 @@ def build_monitor_assets(settings: Settings) -> tuple[dg.AssetsDefinition, dg.As
         if png is not None:
             metadata["figure"] = dg.MetadataValue.md(markdown_image(str(png)))
         metadata.update(got.stats())
-        metadata["daily"] = dg.MetadataValue.md(_daily_table(series))
+        metadata["daily"] = dg.MetadataValue.md(format_rows(DAILY_COLUMNS, daily_rows(series[-14:]), "markdown"))
         if series:  # numbers of the latest day: the UI plots them across materializations
             for rate in ("refusal_rate", "citation_hit_rate", "correction_rate"):
                 if series[-1][rate] is not None:

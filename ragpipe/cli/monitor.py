@@ -13,8 +13,8 @@ from ragpipe.core import EXIT_BLOCKED, EXIT_INPUT
 
 def cmd_monitor(args: argparse.Namespace) -> int:
     from assets.runner import materialize
-    from ragpipe.monitor import days, judge
-    from ragpipe.warehouse import connect
+    from ragpipe.monitor import DAILY_COLUMNS, daily_rows, days, judge
+    from ragpipe.warehouse import connect, format_rows
 
     settings = settings_from(args)
     if settings.monitor.traces_dir is None:
@@ -36,24 +36,11 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         print(f"  {line.removeprefix('- ').strip('`')}")
     with connect(settings.duckdb_path, read_only=True) as con:
         series = days(con)
-    print(_table(series[-args.days :]))
+    print(format_rows(DAILY_COLUMNS, daily_rows(series[-args.days :]), "table"))
     judged = judge(series, settings.monitor.window_days, settings.monitor.min_traces)
     for j in judged:
         print(j.line())
     return EXIT_BLOCKED if args.gate and any(j.status == "out" for j in judged) else 0
-
-
-def _table(series: list[dict[str, Any]]) -> str:
-    from ragpipe.warehouse import format_rows
-
-    cols = ["day", "traces", "refusal_rate", "citation_hit_rate", "correction_rate", "trap_hits", "latency_p95_ms"]
-    return format_rows(cols, [tuple(_cell(c, d[c]) for c in cols) for d in series], "table")
-
-
-def _cell(column: str, v: Any) -> Any:
-    if v is None or not isinstance(v, float):
-        return v
-    return f"{v:.1%}" if column.endswith("_rate") else f"{v:.0f}"
 
 
 def add_parsers(sub: Any) -> None:

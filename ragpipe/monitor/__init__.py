@@ -8,7 +8,7 @@ _EXPORTS = {
     "traces": ["ALIASES", "Trace", "TraceProblem", "parse_trace", "drop"],
     "readings": ["Reading", "TrapIndex", "citation_hit", "read_trace"],
     "ingest": ["MonitorError", "Ingested", "ingest_traces", "trap_index"],
-    "rates": ["RATES", "Judged", "days", "judge"],
+    "rates": ["RATES", "DAILY_COLUMNS", "Judged", "days", "daily_rows", "judge"],
     "figure": ["rates_figure"],
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

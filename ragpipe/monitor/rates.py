@@ -90,3 +90,17 @@ def _judge_rate(series: list[dict[str, Any]], rate: str, k: str, n: str, window:
     return Judged(
         rate, last["day"], last[rate], last[n], interval, base_k / base_n, base_n, base_interval, swing, status
     )
+
+
+DAILY_COLUMNS = ["day", "traces", "refusal_rate", "citation_hit_rate", "correction_rate", "trap_hits", "latency_p95_ms"]
+
+
+def daily_rows(series: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """The days as table rows (DAILY_COLUMNS): rates in percent, latency in whole milliseconds, blanks for none."""
+
+    def cell(column: str, v: Any) -> Any:
+        if v is None or not isinstance(v, float):
+            return "" if v is None else v
+        return f"{v:.1%}" if column.endswith("_rate") else f"{v:.0f}"
+
+    return [tuple(cell(c, d[c]) for c in DAILY_COLUMNS) for d in series]
