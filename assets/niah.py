@@ -75,6 +75,25 @@ def _tier_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def _report_metadata(result: dict[str, Any], text: str) -> dict[str, object]:
+    """The niah_report materialization: the figures first (they head it in the UI), the summary, the tier choice."""
+    metadata: dict[str, object] = {
+        "figures": dg.MetadataValue.md(
+            "\n\n".join(f"**{Path(p).stem}**\n\n{markdown_image(p)}" for p in result["figures"])
+        )
+    }
+    metadata["run_id"] = result["run_id"]
+    metadata["summary"] = dg.MetadataValue.md(f"```\n{text}\n```")
+    if result.get("tiers"):
+        metadata["tier_choice"] = dg.MetadataValue.md(_tier_table(result["tiers"]))
+    for subject, info in result["subjects"].items():
+        metadata[f"{subject}_effective_length"] = dg.MetadataValue.json(info["effective_length"])
+        metadata[f"{subject}_bias"] = dg.MetadataValue.json(info["bias"])
+    for png in result["figures"]:
+        metadata[f"figure_{Path(png).stem}_path"] = dg.MetadataValue.path(png)
+    return metadata
+
+
 def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     """The three NIAH assets. Nothing is opened here: settings are only read for code versions."""
 
@@ -138,21 +157,6 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         with ragpipe.warehouse() as con:
             result = report(s, con, log=context.log.info)
             text = render_text(result, con, s.niah.effective_threshold)
-        # The figures first, so they head the materialization in the UI: one per subject, metrics side by side.
-        metadata: dict[str, object] = {
-            "figures": dg.MetadataValue.md(
-                "\n\n".join(f"**{Path(p).stem}**\n\n{markdown_image(p)}" for p in result["figures"])
-            )
-        }
-        metadata["run_id"] = result["run_id"]
-        metadata["summary"] = dg.MetadataValue.md(f"```\n{text}\n```")
-        if result.get("tiers"):
-            metadata["tier_choice"] = dg.MetadataValue.md(_tier_table(result["tiers"]))
-        for subject, info in result["subjects"].items():
-            metadata[f"{subject}_effective_length"] = dg.MetadataValue.json(info["effective_length"])
-            metadata[f"{subject}_bias"] = dg.MetadataValue.json(info["bias"])
-        for png in result["figures"]:
-            metadata[f"figure_{Path(png).stem}_path"] = dg.MetadataValue.path(png)
-        return dg.MaterializeResult(metadata=metadata)
+        return dg.MaterializeResult(metadata=_report_metadata(result, text))
 
     return [niah_haystacks, niah_trials, niah_report]

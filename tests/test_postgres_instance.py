@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.postgres, pytes
 
 VARIANT = ROOT / "deploy" / "postgres" / "dagster.yaml"
 URL_ENV, REQUIRE_ENV = "RAGPIPE_TEST_POSTGRES_URL", "RAGPIPE_REQUIRE_POSTGRES"
-SENSORS = {"corpus_sensor", "ragpipe_automation", "ragpipe_currency"}
+SENSORS = {"corpus_sensor", "ragpipe_automation", "ragpipe_currency", "traces_sensor"}
 SCHEDULE = "nightly_evaluation"
 
 
@@ -432,6 +432,7 @@ def test_daemon_ticks_sensors_and_keeps_schedule_state_in_postgres(deployment: D
         "corpus_sensor": ("SENSOR", "DECLARED_IN_CODE"),
         "ragpipe_automation": ("SENSOR", "DECLARED_IN_CODE"),
         "ragpipe_currency": ("SENSOR", "DECLARED_IN_CODE"),
+        "traces_sensor": ("SENSOR", "DECLARED_IN_CODE"),
         SCHEDULE: ("SCHEDULE", "DECLARED_IN_CODE"),
     }
     ticks = d.pg.query("SELECT selector_id, count(*) FROM job_ticks WHERE type = 'SENSOR' GROUP BY selector_id")

@@ -119,7 +119,7 @@ def test_the_summary_path_with_the_smollm2_answerer(tmp_path: Path) -> None:
             "corpus": {"dir": CORPUS.as_posix()},
             "answerer": {"kind": "smollm2", "openai": {"max_tokens": MAX_TOKENS}},
             "niah": {
-                "lengths": [400, 2500],
+                "lengths": [400, 1500],
                 "depths": [0, 100],
                 "repetitions": 1,
                 "needle_types": ["numeric"],
@@ -154,5 +154,5 @@ def test_the_summary_path_with_the_smollm2_answerer(tmp_path: Path) -> None:
     for _, _, status, answer, exact, kept, spent, seconds, n_in in rows:
         assert status == "scored" and answer and exact is not None and kept is not None
         assert spent is not None and seconds is not None and n_in
-    long_haystack = [r[6] for r in rows if r[0] == 2500]
+    long_haystack = [r[6] for r in rows if r[0] == 1500]
     assert min(long_haystack) > 0 and min(long_haystack) < max(long_haystack)  # the second trial reused pieces
