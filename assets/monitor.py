@@ -12,6 +12,7 @@ import dagster as dg
 
 from assets.niah import markdown_image
 from assets.resources import RagpipeResource
+from assets.sensors import QUIET
 from ragpipe.settings import Settings
 
 GROUP = "monitor"
@@ -91,7 +92,7 @@ def monitor_job() -> Any:
     return dg.define_asset_job(
         "monitor_job",
         selection=dg.AssetSelection.groups(GROUP),
-        config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
+        config=QUIET,
         description="New production traces into the warehouse, and the rates judged.",
     )
 

@@ -31,6 +31,26 @@ def smollm2() -> object:
         pytest.fail(f"{exc} (make setup installs it)")
 
 
+def niah_run(tmp_path: Path, niah: dict[str, object]) -> subprocess.CompletedProcess[str]:
+    """`ragpipe niah run` through the CLI on a fresh project over the bundled corpus, SmolLM2 answering."""
+    settings = write_settings(
+        tmp_path / "ragpipe.toml",
+        {
+            "warehouse": {"dir": "warehouse"},
+            "corpus": {"dir": CORPUS.as_posix()},
+            "answerer": {"kind": "smollm2", "openai": {"max_tokens": MAX_TOKENS}},
+            "niah": niah,
+        },
+    )
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path)}
+    run = subprocess.run(
+        [sys.executable, "-m", "ragpipe.cli", "--settings", str(settings), "niah", "run"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run
+
+
 def test_prefix_cache_gives_the_uncached_answers_and_skips_the_shared_prefix(smollm2: object) -> None:
     from ragpipe.rag import SmolLM2Answerer
 
@@ -61,32 +81,17 @@ def test_prefix_cache_gives_the_uncached_answers_and_skips_the_shared_prefix(smo
 def test_niah_run_with_the_smollm2_answerer(tmp_path: Path) -> None:
     """The CLI on a fresh project: in-window trials answered and scored by the model; a haystack beyond SmolLM2's
     8,192-token window (counted with its own tokenizer, chat template included) labelled overflow, never scored."""
-    settings = write_settings(
-        tmp_path / "ragpipe.toml",
+    run = niah_run(
+        tmp_path,
         {
-            "warehouse": {"dir": "warehouse"},
-            "corpus": {"dir": CORPUS.as_posix()},
-            "answerer": {"kind": "smollm2", "openai": {"max_tokens": MAX_TOKENS}},
-            "niah": {
-                "lengths": [400, 9000],
-                "depths": [50],
-                "repetitions": 1,
-                "needle_types": ["numeric", "proper_noun"],
-                "methods": ["direct", "cite"],
-                "subjects": ["full_context"],
-            },
+            "lengths": [400, 9000],
+            "depths": [50],
+            "repetitions": 1,
+            "needle_types": ["numeric", "proper_noun"],
+            "methods": ["direct", "cite"],
+            "subjects": ["full_context"],
         },
     )
-    env = {**os.environ, "DAGSTER_HOME": str(tmp_path)}
-    run = subprocess.run(
-        [sys.executable, "-m", "ragpipe.cli", "--settings", str(settings), "niah", "run"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
     assert "full_context" in run.stdout and "overflow" in run.stdout, run.stdout[-3000:]
 
     from ragpipe.warehouse import connect
@@ -112,29 +117,18 @@ def test_niah_run_with_the_smollm2_answerer(tmp_path: Path) -> None:
 def test_the_summary_path_with_the_smollm2_answerer(tmp_path: Path) -> None:
     """The haystack summarized by the model piece by piece with the question withheld, then asked over the summary;
     the pieces a haystack's trials share are summarized once; the report chooses a path per length."""
-    settings = write_settings(
-        tmp_path / "ragpipe.toml",
+    run = niah_run(
+        tmp_path,
         {
-            "warehouse": {"dir": "warehouse"},
-            "corpus": {"dir": CORPUS.as_posix()},
-            "answerer": {"kind": "smollm2", "openai": {"max_tokens": MAX_TOKENS}},
-            "niah": {
-                "lengths": [400, 1500],
-                "depths": [0, 100],
-                "repetitions": 1,
-                "needle_types": ["numeric"],
-                "methods": ["direct"],
-                "subjects": ["summary", "full_context"],
-                "reasoning": False,
-            },
+            "lengths": [400, 1500],
+            "depths": [0, 100],
+            "repetitions": 1,
+            "needle_types": ["numeric"],
+            "methods": ["direct"],
+            "subjects": ["summary", "full_context"],
+            "reasoning": False,
         },
     )
-    env = {**os.environ, "DAGSTER_HOME": str(tmp_path)}
-    run = subprocess.run(
-        [sys.executable, "-m", "ragpipe.cli", "--settings", str(settings), "niah", "run"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-3000:]
     assert "SUMMARY" in run.stdout and "TIER CHOICE" in run.stdout, run.stdout[-3000:]
     assert any((tmp_path / "warehouse" / "niah").glob("*/paths.png"))  # the paths side by side
 

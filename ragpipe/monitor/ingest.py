@@ -91,9 +91,9 @@ def _row(trace: Trace, where: tuple[str, int], traps: TrapIndex, settings: Setti
     ]  # fmt: skip
 
 
-def _new_lines(path: Path, state: tuple[int, int, str] | None) -> tuple[int, int, bytes]:
-    """(first line number, byte offset, the complete new lines' bytes) of one file: from the start when the file is
-    new, shorter than what was read, or rewritten (its head changed)."""
+def _new_lines(path: Path, state: tuple[int, int, str] | None) -> tuple[int, int, bytes, str]:
+    """(first line number, byte offset, the complete new lines' bytes, the hash of the head read through them) of one
+    file: from the start when the file is new, shorter than what was read, or rewritten (its head changed)."""
     with path.open("rb") as f:
         head = f.read(HEAD)
         offset, lines = 0, 0
@@ -104,7 +104,8 @@ def _new_lines(path: Path, state: tuple[int, int, str] | None) -> tuple[int, int
         f.seek(offset)
         data = f.read()
     end = data.rfind(b"\n") + 1  # a last line without its newline is still being written: the next run reads it
-    return lines + 1, offset, data[:end]
+    head_sha = hashlib.sha256(head[: min(offset + end, HEAD)]).hexdigest()
+    return lines + 1, offset, data[:end], head_sha
 
 
 def _arrow(rows: list[list[Any]]) -> Any:
@@ -118,7 +119,7 @@ def _arrow(rows: list[list[Any]]) -> Any:
 
 def _read_file(path: Path, name: str, state: Any, traps: TrapIndex, settings: Settings) -> Any:
     """The file's new traces as rows, its problems, and its new state."""
-    first, offset, data = _new_lines(path, state)
+    first, offset, data, head_sha = _new_lines(path, state)
     rows, problems = [], []
     lines = data.split(b"\n")[:-1] if data else []
     for n, raw in enumerate(lines, start=first):
@@ -133,8 +134,6 @@ def _read_file(path: Path, name: str, state: Any, traps: TrapIndex, settings: Se
             problems.append((name, n, str(exc)))
             continue
         rows.append(_row(trace, (name, n), traps, settings))
-    with path.open("rb") as f:
-        head_sha = hashlib.sha256(f.read(min(offset + len(data), HEAD))).hexdigest()
     return rows, problems, (offset + len(data), first - 1 + len(lines), head_sha)
 
 

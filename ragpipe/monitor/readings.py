@@ -34,11 +34,12 @@ def _supported(sentence: str, contexts: list[set[str]]) -> bool:
     return any(numbers <= have and len(words & have) >= SUPPORT * len(words) for have in contexts)
 
 
-def citation_hit(answer: str, contexts: list[str]) -> bool:
+def citation_hit(answer: str, contexts: list[str], normalized: list[str] | None = None) -> bool:
     """Is what the answer says the contexts say found in them? Each quoted span verbatim (normalized) in a context;
     each sentence with a marker [n] supported by the context(s) it names (a marker past the last context misses);
-    an answer with neither: each of its sentences supported by one of the contexts."""
-    normalized = [normalize_text(c) for c in contexts]
+    an answer with neither: each of its sentences supported by one of the contexts. `normalized`: the contexts'
+    normalize_text, when the caller has it."""
+    normalized = normalized if normalized is not None else [normalize_text(c) for c in contexts]
     words = [content_words(c) for c in contexts]
     quotes = [q for q in _QUOTE.findall(answer) if len(q.split()) >= 3]  # a quoted word or two is a term, not a quote
     if any(not any(normalize_text(q) in c for c in normalized) for q in quotes):
@@ -62,14 +63,13 @@ class TrapIndex:
     def __init__(self, traps: dict[str, str]):
         self.traps = {qid: normalize_text(q) for qid, q in traps.items() if q and q.strip()}
 
-    def hits(self, contexts: list[str]) -> list[str]:
-        if not self.traps:
-            return []
-        texts = [normalize_text(c) for c in contexts]
-        return sorted(qid for qid, quote in self.traps.items() if any(quote in t for t in texts))
+    def hits(self, normalized: list[str]) -> list[str]:
+        """The tests whose trap quote one of the contexts holds (the contexts as normalize_text gives them)."""
+        return sorted(qid for qid, quote in self.traps.items() if any(quote in t for t in normalized))
 
 
 def read_trace(answer: str, contexts: list[str], traps: TrapIndex, phrases: tuple[str, ...] = ()) -> Reading:
+    normalized = [normalize_text(c) for c in contexts]  # once, for the quotes and the traps
     refused = is_refusal(answer, phrases)
-    hit = None if refused or not answer.strip() else citation_hit(answer, contexts)
-    return Reading(refused=refused, cites=hit is not None, citation_hit=hit, trap_tests=traps.hits(contexts))
+    hit = None if refused or not answer.strip() else citation_hit(answer, contexts, normalized)
+    return Reading(refused=refused, cites=hit is not None, citation_hit=hit, trap_tests=traps.hits(normalized))
