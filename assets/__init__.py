@@ -5,6 +5,7 @@ from __future__ import annotations
 import dagster as dg
 
 from assets.automation import automation_sensor
+from assets.cluster import build_executor
 from assets.compare import compare_job
 from assets.currency import build_currency_checks, checked_keys, currency_sensor
 from assets.embed import build_embeddings
@@ -12,12 +13,12 @@ from assets.evaluate import build_eval_assets
 from assets.ingest import build_ingest_assets
 from assets.monitor import build_monitor_assets, build_traces_sensor
 from assets.niah import build_niah_assets
-from assets.resources import RagpipeResource
+from assets.resources import RagpipeResource, StagingIOManager
 from assets.sensors import build_corpus_sensor, build_nightly_schedule
 from assets.staleness import ON_DEMAND_GROUPS
 from assets.subject import build_subject
 from assets.suggest import build_suggestions
-from ragpipe.settings import load_settings, settings_path
+from ragpipe.settings import is_remote_uri, load_settings, settings_path
 
 # Dagster's console logger, at INFO unless a run's config asks for more: `make ui` shows progress, not every event
 # (the DEBUG events stay in each run's event log in the UI).
@@ -54,7 +55,9 @@ def build_definitions(path: str | None = None) -> dg.Definitions:
         build_suggestions(settings),
         traces,
     ]
-    resources = {"ragpipe": RagpipeResource(settings_path=str(source))}
+    resources: dict[str, object] = {"ragpipe": RagpipeResource(settings_path=str(source))}
+    if is_remote_uri(settings.staging_uri):  # steps may run where this machine's disk is not
+        resources["io_manager"] = StagingIOManager(settings_path=str(source))
     graph = dg.Definitions(assets=all_assets, resources=resources).resolve_asset_graph()
     return dg.Definitions(
         assets=all_assets,
@@ -82,4 +85,5 @@ def build_definitions(path: str | None = None) -> dg.Definitions:
         schedules=[build_nightly_schedule(settings)],
         resources=resources,
         loggers={"console": CONSOLE},
+        executor=build_executor(settings),
     )

@@ -8,6 +8,7 @@ from typing import Any
 import dagster as dg
 
 from assets.automation import RAGPIPE_CONDITION
+from assets.cluster import shard_tags
 from assets.ingest import GROUP, data_version
 from assets.inputs import recorded_inputs
 from assets.resources import RagpipeResource
@@ -75,7 +76,7 @@ def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.Asse
             return embed.plan_embed_shards(s, con, shards, log=context.log.info)["stage"]
 
     def shard_op(i: int) -> dg.OpDefinition:
-        @dg.op(name=f"embed_shard_{i}", tags={"ragpipe/shard": f"{i}/{shards}"})
+        @dg.op(name=f"embed_shard_{i}", tags=shard_tags(i, shards))
         def embed_shard(context: dg.OpExecutionContext, ragpipe: RagpipeResource, stage: str) -> str:
             """One shard's vectors into the staging directory; touches no database, so shards run in parallel."""
             # Shards of one run share this machine's cores under the multiprocess executor; on a cluster executor

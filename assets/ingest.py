@@ -8,6 +8,7 @@ from typing import Any
 import dagster as dg
 
 from assets.automation import RAGPIPE_CONDITION
+from assets.cluster import shard_tags
 from assets.inputs import CHANGE, recorded_inputs
 from assets.resources import RagpipeResource
 from ragpipe import ingest
@@ -139,7 +140,7 @@ def build_documents(settings: Settings, corpus: dg.AssetsDefinition) -> dg.Asset
             return ingest.plan_parse_shards(ragpipe.settings(), con, shards, log=context.log.info)["stage"]
 
     def shard_op(i: int) -> dg.OpDefinition:
-        @dg.op(name=f"parse_shard_{i}", tags={"ragpipe/shard": f"{i}/{shards}"})
+        @dg.op(name=f"parse_shard_{i}", tags=shard_tags(i, shards))
         def parse_one_shard(context: dg.OpExecutionContext, ragpipe: RagpipeResource, stage: str) -> str:
             """One shard's files parsed into the staging directory; touches no database, so shards run in parallel."""
             # Shards of one run share this machine's cores and memory under the multiprocess executor; on a cluster

@@ -126,9 +126,9 @@ def test_a_killed_shard_resumes_and_finished_shards_are_not_parsed_again(
     parse_shards.parse_shard(s, stage, 0, 3, workers=1)
     parse_shards.parse_shard(s, stage, 1, 3, workers=1)
     # shard 1 was killed after its first file, in the middle of writing the second line of its journal
-    lines = parse_shards._results_file(stage, 1, 3).read_text().splitlines(keepends=True)
+    lines = (stage / parse_shards._results_name(1, 3)).read_text().splitlines(keepends=True)
     assert len(lines) >= 2, "the test needs a shard of two files or more"
-    parse_shards._results_file(stage, 1, 3).unlink()
+    (stage / parse_shards._results_name(1, 3)).unlink()
     parse_shards._journal(stage, 1, 3).write_text(lines[0] + lines[1][:20])
     with connect(s.duckdb_path) as con:
         with pytest.raises(parse_shards.StagingError, match=r"results-1-of-3.jsonl.*results-2-of-3.jsonl.*again"):

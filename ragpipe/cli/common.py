@@ -80,7 +80,14 @@ def failure_lines(result: Any) -> list[str]:
         if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
             cls, message = step_error(ev.step_failure_data.error)
             out.append(f"{ev.step_key} failed: {cls}: {message}")
-    return out or [f"run {result.run_id} failed before any step ran"]
+    if out:
+        return out
+    for ev in result.all_events:  # the run itself failed (e.g. its executor could not start): that error, one line
+        error = getattr(ev.event_specific_data, "error", None) if ev.event_type_value == "PIPELINE_FAILURE" else None
+        if error is not None:
+            cls, message = step_error(error)
+            return [f"run {result.run_id} failed before any step ran: {cls}: {' '.join(message.split())}"]
+    return [f"run {result.run_id} failed before any step ran"]
 
 
 def failure_code(lines: list[str]) -> int:

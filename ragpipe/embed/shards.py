@@ -1,8 +1,8 @@
 """Sharded embedding: new texts split by a static hash of their document, embedded independently, merged in any order.
 
     plan_embed_shards   (the one DuckDB writer)  which texts need a vector, one work file per shard
-    embed_shard         (any process or machine that sees the staging directory)  that shard's vectors, written
-                        atomically
+    embed_shard         (any process or machine that reaches the staging: a shared directory, or object storage with
+                        [warehouse].staging_uri)  that shard's vectors, written atomically
     merge_embed_shards  (the one DuckDB writer)  every shard's vectors into the LanceDB table through the same
                         content-hash sync as unsharded embedding, so the table is identical whatever the number or
                         order of shards
@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +32,7 @@ from ragpipe.embed.embedders import Embedder, LazyEmbedder, load_embedder
 from ragpipe.embed.stage import chunk_text_loader, current_chunk_keys, embed_chunks
 from ragpipe.ingest import shard_of
 from ragpipe.settings import Settings
+from ragpipe.warehouse import Staging
 
 Log = Callable[[str], None]
 
@@ -41,12 +41,12 @@ def _noop(_: str) -> None:
     pass
 
 
-def _work_file(stage: Path, i: int, n: int) -> Path:
-    return stage / f"work-{i}-of-{n}.parquet"
+def _work_name(i: int, n: int) -> str:
+    return f"work-{i}-of-{n}.parquet"
 
 
-def _vectors_file(stage: Path, i: int, n: int) -> Path:
-    return stage / f"vectors-{i}-of-{n}.parquet"
+def _vectors_name(i: int, n: int) -> str:
+    return f"vectors-{i}-of-{n}.parquet"
 
 
 @contextmanager
@@ -71,7 +71,8 @@ def plan_embed_shards(
     plan_id = hashlib.sha256(json.dumps([emb.tag, shards, sorted(k.content_hash for k in fresh)]).encode()).hexdigest()[
         :12
     ]
-    stage = settings.warehouse_dir / "staging" / f"embed-{plan_id}"
+    staging = Staging(settings, f"embed-{plan_id}")
+    stage = staging.local
     stage.mkdir(parents=True, exist_ok=True)
     parts: list[list[Any]] = [[] for _ in range(shards)]
     for key in fresh:
@@ -79,8 +80,8 @@ def plan_embed_shards(
     load = chunk_text_loader(con, settings.chunker_tag)
     schema = pa.schema([("content_hash", pa.string()), ("text", pa.string())])
     for i, part in enumerate(parts):
-        path = _work_file(stage, i, shards)
-        if path.exists():  # an earlier run with the same plan wrote it
+        path = stage / _work_name(i, shards)
+        if staging.has(path.name):  # an earlier run with the same plan wrote it
             continue
         with _atomic_parquet(path, schema) as writer:  # texts streamed a slice at a time
             for start in range(0, len(part), store.SLICE_ROWS):
@@ -92,6 +93,7 @@ def plan_embed_shards(
                         schema=schema,
                     )
                 )
+        staging.publish(path.name)
     sizes = [len(p) for p in parts]
     log(f"embedding plan {plan_id} [{emb.tag}]: {len(fresh)} new texts in {shards} shards {sizes}")
     return {"stage": str(stage), "shards": shards, "texts": len(fresh), "shard_sizes": sizes, "embedder_tag": emb.tag}
@@ -106,13 +108,16 @@ def embed_shard(
     threads: int = 0,
     embedder: Embedder | None = None,
 ) -> dict[str, Any]:
-    """Vectors for shard i's texts. Touches no database: only the staging directory."""
-    out = _vectors_file(stage, i, shards)
-    if out.exists():  # a previous run with the same plan got this far
-        n = pq.read_metadata(out).num_rows
-        log(f"shard {i}/{shards}: {n} vectors already staged by an earlier run")
-        return {"shard": i, "texts": n, "embedded": 0, "resumed": True}
-    work = pq.ParquetFile(_work_file(stage, i, shards))
+    """Vectors for shard i's texts. Touches no database: only the staging (`stage`: the plan's staging directory,
+    found by its name on this machine or in [warehouse].staging_uri)."""
+    staging = Staging(settings, Path(stage).name)
+    out = staging.local / _vectors_name(i, shards)
+    if staging.has(out.name):  # a previous run with the same plan got this far
+        log(f"shard {i}/{shards}: vectors already staged by an earlier run")
+        return {"shard": i, "embedded": 0, "resumed": True}
+    if not staging.fetch(_work_name(i, shards)):
+        raise FileNotFoundError(f"{staging.remote or staging.local}: no work file for embedding shard {i} of {shards}")
+    work = pq.ParquetFile(staging.local / _work_name(i, shards))
     total = work.metadata.num_rows
     emb = embedder or load_embedder(settings.embedder, settings.models_dir, threads=threads)
     done, t0 = [0], time.perf_counter()
@@ -138,15 +143,16 @@ def embed_shard(
                     schema=schema,
                 )
             )
+    staging.publish(out.name)
     return {"shard": i, "texts": total, "embedded": total, "resumed": False}
 
 
-def staged_vectors(stage: Path, shards: int, order: list[int] | None = None) -> dict[str, np.ndarray]:
+def staged_vectors(staging: Staging, shards: int, order: list[int] | None = None) -> dict[str, np.ndarray]:
     """Every finished shard's vectors by content hash (read in `order`, default ascending: the result is the same)."""
     vectors: dict[str, np.ndarray] = {}
     for i in order if order is not None else range(shards):
-        path = _vectors_file(stage, i, shards)
-        if path.exists():
+        path = staging.local / _vectors_name(i, shards)
+        if staging.fetch(path.name):
             t = pq.read_table(path)
             mat = t["vector"].combine_chunks().flatten().to_numpy().reshape(t.num_rows, -1) if t.num_rows else []
             vectors.update(zip(t["content_hash"].to_pylist(), mat))
@@ -164,7 +170,8 @@ def merge_embed_shards(
     order: list[int] | None = None,
 ) -> dict[str, Any]:
     """Sync the table with the current chunks using the staged vectors, then drop the staging directory."""
-    vectors = staged_vectors(stage, shards, order)
+    staging = Staging(settings, Path(stage).name)
+    vectors = staged_vectors(staging, shards, order)
     stats = embed_chunks(settings, con, run_id, log=log, embedder=embedder, precomputed=vectors)
-    shutil.rmtree(stage, ignore_errors=True)
+    staging.drop()
     return {**stats, "shards": shards}

@@ -1,8 +1,9 @@
 """Sharded parsing: new and changed files split by a static hash of their path, parsed independently, merged in order.
 
     plan_parse_shards   (the one DuckDB writer)  the documents stage's change detection; one work file per shard
-    parse_shard         (any process or machine that sees the staging directory and the corpus)  that shard's
-                        parses, journalled file by file and renamed into place when complete
+    parse_shard         (any process or machine that reaches the staging: a shared directory and the corpus, or with
+                        an s3:// [warehouse].staging_uri object storage alone, the plan copying the files to parse
+                        there)  that shard's parses, journalled file by file and renamed into place when complete
     merge_parse_shards  (the one DuckDB writer)  every shard's results written into DuckDB in path order, exactly as
                         the unsharded stage writes them, so the warehouse is the same whatever the number or order of
                         shards
@@ -14,11 +15,11 @@ the same plan, which re-parses only the shards without a results file, and in th
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import heapq
 import json
 import os
-import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
@@ -39,6 +40,7 @@ from ragpipe.ingest.stages import (
     remove_documents,
 )
 from ragpipe.settings import Settings
+from ragpipe.warehouse import Staging
 
 Log = Callable[[str], None]
 
@@ -56,12 +58,15 @@ def shard_of(doc_id: str, shards: int) -> int:
     return int.from_bytes(hashlib.sha256(doc_id.encode("utf-8")).digest()[:8], "big") % shards
 
 
-def _work_file(stage: Path, i: int, n: int) -> Path:
-    return stage / f"work-{i}-of-{n}.json"
+def _work_name(i: int, n: int) -> str:
+    return f"work-{i}-of-{n}.json"
 
 
-def _results_file(stage: Path, i: int, n: int) -> Path:
-    return stage / f"results-{i}-of-{n}.jsonl"
+def _results_name(i: int, n: int) -> str:
+    return f"results-{i}-of-{n}.jsonl"
+
+
+CORPUS = "corpus"  # a remote stage's copy of the files to parse, by their corpus-relative path
 
 
 def _journal(stage: Path, i: int, n: int) -> Path:
@@ -86,17 +91,37 @@ def plan_parse_shards(
     """Write one work file per shard with the files to parse; returns the staging directory and counts."""
     todo, gone, n_corpus = documents_todo(settings, con)
     plan_id = _plan_id(settings, shards, todo, gone)
-    stage = settings.warehouse_dir / "staging" / f"parse-{plan_id}"
+    staging = Staging(settings, f"parse-{plan_id}")
+    stage = staging.local
     stage.mkdir(parents=True, exist_ok=True)
     parts: list[list[tuple[str, str]]] = [[] for _ in range(shards)]
     for rel, sha in todo:  # path order within each shard
         parts[shard_of(rel, shards)].append((rel, sha))
     for i, part in enumerate(parts):
-        if not _work_file(stage, i, shards).exists():  # an earlier run with the same plan wrote it
-            _write_atomic(_work_file(stage, i, shards), json.dumps(part))
+        if not staging.has(_work_name(i, shards)):  # an earlier run with the same plan wrote it
+            if staging.remote:  # the shard's machine may have no corpus: the files travel with the work
+                _stage_corpus(settings, staging, [rel for rel, _ in part])
+            _write_atomic(stage / _work_name(i, shards), json.dumps(part))
+            staging.publish(_work_name(i, shards))  # last: a work file in the stage means its files are there
     sizes = [len(p) for p in parts]
     log(f"parse plan {plan_id}: {len(todo)} of {n_corpus} files to parse in {shards} shards {sizes}, {len(gone)} gone")
     return {"stage": str(stage), "shards": shards, "files": len(todo), "shard_sizes": sizes, "removed": len(gone)}
+
+
+def _stage_corpus(settings: Settings, staging: Staging, rels: list[str]) -> None:
+    """Copy corpus files into the remote stage (read from the corpus in place, not copied locally)."""
+    for rel in rels:
+        staging.upload(f"{CORPUS}/{rel}", settings.corpus.dir / rel)
+
+
+def _fetched_corpus(settings: Settings, staging: Staging, work: list[tuple[str, str]]) -> Settings:
+    """Settings whose corpus is the stage's copy of the shard's files (a remote stage), else the settings as they are."""
+    if not staging.remote:
+        return settings
+    for rel, _ in work:
+        if not staging.fetch(f"{CORPUS}/{rel}"):
+            raise StagingError(f"{staging.remote}: {rel} was not staged with the plan; materialize documents again")
+    return dataclasses.replace(settings, corpus=dataclasses.replace(settings.corpus, dir=staging.local / CORPUS))
 
 
 def _read_journal(path: Path) -> list[str]:
@@ -114,23 +139,22 @@ def _read_journal(path: Path) -> list[str]:
 def parse_shard(
     settings: Settings, stage: Path, i: int, shards: int, log: Log = _noop, workers: int = 0
 ) -> dict[str, Any]:
-    """Parse shard i's files into its results file. Touches no database: only the staging directory and the corpus.
+    """Parse shard i's files into its results file. Touches no database: only the staging and the corpus (`stage`:
+    the plan's staging directory, found by its name on this machine or in [warehouse].staging_uri).
 
     `workers`: parser processes (0: [parser].workers, else from this machine's cores and memory split `shards` ways).
     """
-    out = _results_file(stage, i, shards)
-    if out.exists():  # a previous run with the same plan got this far
+    staging = Staging(settings, Path(stage).name)
+    stage = staging.local
+    out = stage / _results_name(i, shards)
+    if staging.has(out.name):  # a previous run with the same plan got this far
         log(f"parse shard {i}/{shards}: results already staged by an earlier run")
-        return {
-            "shard": i,
-            "files": len(json.loads(_work_file(stage, i, shards).read_text())),
-            "parsed": 0,
-            "resumed": True,
-        }
-    work_path = _work_file(stage, i, shards)
-    if not work_path.exists():
+        return {"shard": i, "parsed": 0, "resumed": True}
+    work_path = stage / _work_name(i, shards)
+    if not staging.fetch(work_path.name):
         raise StagingError(f"{work_path}: no work file for parse shard {i} of {shards}; run the parse plan first")
     work = [tuple(w) for w in json.loads(work_path.read_text())]
+    settings = _fetched_corpus(settings, staging, work)
     journal = _journal(stage, i, shards)
     done = _read_journal(journal)
     if done != [rel for rel, _ in work[: len(done)]]:
@@ -160,6 +184,7 @@ def parse_shard(
         if pool is not None:
             pool.close()
     os.replace(journal, out)
+    staging.publish(out.name)
     if done:
         log(f"parse shard {i}/{shards}: {len(done)} files kept from a killed run")
     return {
@@ -179,16 +204,15 @@ def _results(path: Path) -> Iterator[ParseResult]:
             yield ParseResult(**json.loads(line))
 
 
-def staged_results(stage: Path, shards: int) -> Iterator[ParseResult]:
+def staged_results(staging: Staging, shards: int) -> Iterator[ParseResult]:
     """Every shard's results in path order (each results file is in path order: a k-way merge, one line at a time)."""
-    missing = [
-        str(_results_file(stage, i, shards)) for i in range(shards) if not _results_file(stage, i, shards).exists()
-    ]
+    names = [_results_name(i, shards) for i in range(shards)]
+    missing = [f"{staging.remote or staging.local}/{name}" for name in names if not staging.fetch(name)]
     if missing:
         raise StagingError(
             f"parse shard results missing: {', '.join(missing)}; run those shards' steps (parse_shard_<i>) again"
         )
-    return heapq.merge(*(_results(_results_file(stage, i, shards)) for i in range(shards)), key=lambda r: r.path)
+    return heapq.merge(*(_results(staging.local / name) for name in names), key=lambda r: r.path)
 
 
 def merge_parse_shards(
@@ -196,6 +220,8 @@ def merge_parse_shards(
 ) -> dict[str, Any]:
     """Write every shard's results into DuckDB as the unsharded stage would, then drop the staging directory."""
     t0 = time.time()
+    staging = Staging(settings, Path(stage).name)
+    stage = staging.local
     todo, gone, n_corpus = documents_todo(settings, con)
     if stage.name != f"parse-{_plan_id(settings, shards, todo, gone)}":
         raise StagingError(
@@ -206,7 +232,7 @@ def merge_parse_shards(
     expected = iter(todo)
 
     def checked() -> Iterator[ParseResult]:
-        for r in staged_results(stage, shards):
+        for r in staged_results(staging, shards):
             want = next(expected, None)
             if want != (r.path, r.version):
                 raise StagingError(f"{stage}: results for {r.path} where {want} was planned; delete it and run again")
@@ -216,5 +242,5 @@ def merge_parse_shards(
 
     counts = record_parses(settings, con, run_id, checked(), len(todo), log)
     stats = documents_stats(con, run_id, t0, counts, len(gone), n_corpus - len(todo))
-    shutil.rmtree(stage, ignore_errors=True)
+    staging.drop()
     return {**stats, "shards": shards}

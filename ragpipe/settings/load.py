@@ -55,8 +55,8 @@ DEFAULT_FILE = "ragpipe.toml"
 # Bump a stage's implementation version when its code changes what it produces;
 # together with the hash of the stage's own settings it forms the Dagster code version.
 # The settings sections each stage's code version hashes (a stage sees only its own settings).
-# [warehouse] (dir, models_dir, lancedb_uri, [warehouse.s3]) is deliberately in none of them: where the DuckDB file
-# and the vectors are stored does not change what any stage computes, so moving the LanceDB store to object storage
+# [warehouse] (dir, models_dir, lancedb_uri, staging_uri, [warehouse.s3]) is deliberately in none of them: where the
+# DuckDB file and the vectors are stored does not change what any stage computes, so moving the LanceDB store to object storage
 # (or back) leaves every asset fresh. A store moved without its data is empty, though: run `ragpipe ingest` once
 # after pointing lancedb_uri somewhere new (it embeds what the new store lacks; retrieval refuses an emptied store).
 STAGE_SECTIONS = {
@@ -128,6 +128,7 @@ class Settings:
     scale: ScaleSettings = field(default_factory=ScaleSettings)
     model_cache: Path | None = None
     lancedb_location: str | None = None  # [warehouse].lancedb_uri as written (resolved); None: <dir>/lancedb
+    staging_location: str | None = None  # [warehouse].staging_uri as written (resolved); None: <dir>/staging
     s3: S3Settings = field(default_factory=S3Settings)
     niah: NiahSettings = field(default_factory=NiahSettings)
     monitor: MonitorSettings = field(default_factory=MonitorSettings)
@@ -144,6 +145,12 @@ class Settings:
     @property
     def lancedb_is_remote(self) -> bool:
         return is_remote_uri(self.lancedb_uri)
+
+    @property
+    def staging_uri(self) -> str:
+        """Where shard steps hand work to each other: a local directory (default <dir>/staging), or an s3://bucket/prefix
+        URI when the steps run on machines that share no disk (docs/scaling.md)."""
+        return self.staging_location or str(self.warehouse_dir / "staging")
 
     @property
     def models_dir(self) -> Path:

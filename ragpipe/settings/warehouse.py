@@ -42,32 +42,33 @@ def check_s3_uri(uri: str, where: str) -> None:
         raise SettingsError(f"{where}: expected s3://BUCKET or s3://BUCKET/PREFIX, got {uri!r}")
 
 
-def _lancedb_location(uri: Any, source: Path, resolve: Resolve) -> str:
+def _location(key: str, uri: Any, source: Path, resolve: Resolve) -> str:
+    """[warehouse].<key>: a local path (resolved) or an s3://BUCKET/PREFIX URI."""
     if not isinstance(uri, str) or not uri.strip():
-        raise SettingsError(f"{source}: [warehouse].lancedb_uri must be a path or an s3://BUCKET/PREFIX URI")
+        raise SettingsError(f"{source}: [warehouse].{key} must be a path or an s3://BUCKET/PREFIX URI")
     if is_remote_uri(uri):
-        check_s3_uri(uri.rstrip("/"), f"{source}: [warehouse].lancedb_uri")
+        check_s3_uri(uri.rstrip("/"), f"{source}: [warehouse].{key}")
         return uri.rstrip("/")
     if "://" in uri:
-        raise SettingsError(f"{source}: [warehouse].lancedb_uri {uri!r}: only local paths and s3:// URIs are supported")
+        raise SettingsError(f"{source}: [warehouse].{key} {uri!r}: only local paths and s3:// URIs are supported")
     return str(resolve(uri))
 
 
 def read(raw: dict[str, Any], source: Path, resolve: Resolve) -> dict[str, Any]:
-    """The Settings fields [warehouse] gives: warehouse_dir, model_cache, lancedb_location and s3."""
+    """The Settings fields [warehouse] gives: warehouse_dir, model_cache, lancedb_location, staging_location, s3."""
     warehouse = dict(raw)
     fields: dict[str, Any] = {"warehouse_dir": resolve(str(warehouse.pop("dir", "warehouse")))}
     fields["model_cache"] = resolve(str(warehouse.pop("models_dir"))) if "models_dir" in warehouse else None
-    fields["lancedb_location"] = (
-        _lancedb_location(warehouse.pop("lancedb_uri"), source, resolve) if "lancedb_uri" in warehouse else None
-    )
+    for key, name in (("lancedb_uri", "lancedb_location"), ("staging_uri", "staging_location")):
+        fields[name] = _location(key, warehouse.pop(key), source, resolve) if key in warehouse else None
     s3_raw = warehouse.pop("s3", {})
     if not isinstance(s3_raw, dict):
         raise SettingsError(f"{source}: [warehouse.s3] must be a table")
     fields["s3"] = build(S3Settings, s3_raw, "warehouse.s3", source)
     if warehouse:
         raise SettingsError(
-            f"{source}: unknown key(s) in [warehouse]: {sorted(warehouse)}; allowed: dir, models_dir, lancedb_uri, s3"
+            f"{source}: unknown key(s) in [warehouse]: {sorted(warehouse)}; "
+            "allowed: dir, models_dir, lancedb_uri, staging_uri, s3"
         )
     return fields
 

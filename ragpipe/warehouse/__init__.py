@@ -1,5 +1,5 @@
 """Where results are kept: the DuckDB warehouse (connections with bounded lock waits, transactions, the numbered SQL
-migrations in migrations/), S3-compatible object storage, read-only SQL, and the export of every table as Parquet."""
+migrations in migrations/), S3-compatible object storage, the shard steps' staging, read-only SQL, and the export of every table as Parquet."""
 
 from ragpipe.core import lazy_exports
 
@@ -23,6 +23,7 @@ _EXPORTS = {
         "no_such_bucket",
         "explain",
     ],
+    "staging": ["Staging"],
     "sql": ["SqlError", "Result", "format_rows", "run_sql"],
     "export": ["MANIFEST", "ExportError", "Exported", "relations", "export_warehouse"],
 }

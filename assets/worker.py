@@ -1,0 +1,14 @@
+"""The Celery app a cluster worker serves ([scale].executor = "celery", docs/scaling.md):
+
+    RAGPIPE_SETTINGS=/srv/ragpipe/ragpipe.toml celery -A assets.worker worker -Q ragpipe-warehouse,dagster -c 1
+    (the machine with the warehouse)
+    RAGPIPE_SETTINGS=/srv/ragpipe/ragpipe.toml celery -A assets.worker worker -Q dagster -c 1    (any other machine)
+
+Reads the settings file of this machine ($RAGPIPE_SETTINGS, else ./ragpipe.toml) for the broker and the queues.
+"""
+
+import ragpipe  # noqa: F401  (sets the offline/telemetry environment before anything else loads)
+from assets.cluster import worker_app
+from ragpipe.settings import load_settings
+
+app = worker_app(load_settings())
