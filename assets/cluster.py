@@ -11,6 +11,7 @@ Workers: `celery -A assets.worker worker ...` (docs/scaling.md).
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -99,6 +100,8 @@ class RoutedCeleryExecutor(CeleryExecutor):
         from dagster_celery.core_execution_loop import core_celery_execution_loop
 
         check_broker(self.scale)
+        # dagster-celery registers its task again for every step it submits; Celery warns each time, harmlessly
+        warnings.filterwarnings("ignore", message="Task name 'execute_plan' is already registered")
         return core_celery_execution_loop(plan_context, execution_plan, step_execution_fn=_submit_task)
 
 

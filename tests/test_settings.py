@@ -95,3 +95,60 @@ def test_answerer_threads_versions_nothing(tmp_path: Path) -> None:
     p.settings_file.write_text(p.settings_file.read_text().replace("threads = 1", "threads = -2"))
     with pytest.raises(SettingsError, match=r"\[answerer\].threads must be 0"):
         load_settings(p.settings_file)
+
+
+def test_cluster_settings_choose_the_executor_and_version_nothing(tmp_path: Path) -> None:
+    """Where steps run and where they stage their files does not change what they produce; the job is wired for it:
+    the Celery executor, shard steps on the shared queue, everything else on the warehouse queue, outputs staged."""
+    p = make_project(tmp_path / "p")
+    before = _code_versions(p)
+    text = p.settings_file.read_text()
+    cluster = (
+        '\n[scale]\nparse_shards = 2\nembed_shards = 2\nexecutor = "celery"\nbroker = "redis://10.0.0.5:6379/1"\n'
+        '\n[warehouse.s3]\nendpoint_url = "http://127.0.0.1:9000"\nallow_http = true\n'
+    )
+    p.settings_file.write_text(
+        text.replace("[warehouse]\n", '[warehouse]\nstaging_uri = "s3://bucket/stage/"\n', 1) + cluster
+    )
+    s = p.settings()
+    assert s.staging_uri == "s3://bucket/stage" and s.scale.executor == "celery"
+    assert _code_versions(p) == before
+    defs = build_definitions(str(p.settings_file))
+    job = defs.resolve_job_def("ragpipe_job")
+    assert job.executor_def.name == "ragpipe_celery"
+    assert type(defs.resources["io_manager"]).__name__ == "StagingIOManager"
+    queues = {node.name: node.definition.tags.get("dagster-celery/queue") for node in job.graph.node_dict.values()}
+    assert queues["documents"] is None  # a graph: its shard ops carry the tag
+    shard_ops = job.graph.node_named("documents").definition.node_defs
+    assert {op.name: op.tags.get("dagster-celery/queue") for op in shard_ops} == {
+        "parse_plan": None,
+        "parse_shard_0": "dagster",
+        "parse_shard_1": "dagster",
+        "parse_merge": None,
+    }
+    # without a cluster: Dagster's own executor and IO manager
+    p.settings_file.write_text(text)
+    defs = build_definitions(str(p.settings_file))
+    assert defs.resolve_job_def("ragpipe_job").executor_def.name != "ragpipe_celery"
+    assert "io_manager" not in (defs.resources or {})
+
+
+@pytest.mark.parametrize(
+    "section, message",
+    [
+        ('[scale]\nexecutor = "k8s"', r"\[scale\].executor must be one of multiprocess, celery"),
+        ('[scale]\nbroker = "amqp://h:5672//"', r"\[scale\].broker must be a redis://"),
+        (
+            '[scale]\nbroker = "redis://:hunter2@h:6379/0"',
+            r"\[scale\].broker: a password does not belong.*REDIS_PASSWORD",
+        ),
+        ('[scale]\nwarehouse_queue = "dagster"', r"\[scale\].warehouse_queue must be a queue name other than"),
+        ('[warehouse]\nstaging_uri = "s3://key:secret@bucket/x"', r"\[warehouse\].staging_uri: credentials do not"),
+        ('[warehouse]\nstaging_uri = "gs://bucket/x"', r"\[warehouse\].staging_uri 'gs://bucket/x': only local"),
+    ],
+)
+def test_cluster_settings_errors_name_the_field(tmp_path: Path, section: str, message: str) -> None:
+    f = tmp_path / "ragpipe.toml"
+    f.write_text(f'[corpus]\ndir = "c"\n{section}\n')
+    with pytest.raises(SettingsError, match=message):
+        load_settings(f)
