@@ -116,7 +116,10 @@ def embed_shard(
         log(f"shard {i}/{shards}: vectors already staged by an earlier run")
         return {"shard": i, "embedded": 0, "resumed": True}
     if not staging.fetch(_work_name(i, shards)):
-        raise FileNotFoundError(f"{staging.remote or staging.local}: no work file for embedding shard {i} of {shards}")
+        raise FileNotFoundError(
+            f"{staging.remote or staging.local}: no work file for embedding shard {i} of {shards}; "
+            "materialize embeddings again (its plan writes them)"
+        )
     work = pq.ParquetFile(staging.local / _work_name(i, shards))
     total = work.metadata.num_rows
     emb = embedder or load_embedder(settings.embedder, settings.models_dir, threads=threads)
@@ -144,6 +147,7 @@ def embed_shard(
                 )
             )
     staging.publish(out.name)
+    staging.release()
     return {"shard": i, "texts": total, "embedded": total, "resumed": False}
 
 

@@ -185,6 +185,7 @@ def parse_shard(
             pool.close()
     os.replace(journal, out)
     staging.publish(out.name)
+    staging.release()
     if done:
         log(f"parse shard {i}/{shards}: {len(done)} files kept from a killed run")
     return {

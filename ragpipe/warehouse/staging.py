@@ -92,6 +92,11 @@ class Staging:
             raise FileNotFoundError(f"{self.remote or self.local}/{rel}: not staged")
         return (self.local / rel).read_bytes()
 
+    def release(self) -> None:
+        """Forget this machine's copy of a remote stage (its files stay in object storage); a local stage is kept."""
+        if self.remote:
+            shutil.rmtree(self.local, ignore_errors=True)
+
     def drop(self) -> None:
         """Remove the stage: the local copy and, when remote, its objects."""
         shutil.rmtree(self.local, ignore_errors=True)
