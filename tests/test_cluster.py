@@ -98,7 +98,7 @@ def cluster_settings(server: S3Server, broker: str, models_dir: str) -> dict[str
         "embed_shards": 2,
         "executor": "celery",
         "broker": broker,
-        "visibility_timeout_s": 30,  # a killed worker's step is queued again after 30 s (every step here is shorter)
+        "visibility_timeout_s": 60,  # a killed worker's step is queued again after 60 s (every step here is shorter)
     }
     return settings
 
