@@ -10,9 +10,11 @@ from typing import Any
 import dagster as dg
 import pytest
 from conftest import EXAMPLES, Project, make_project
+from test_s3_storage import s3  # noqa: F401  (the moto S3 server fixture)
 
 from ragpipe import ingest
 from ragpipe.ingest import WORKER_RSS_MB, derive_workers, parse_shards
+from ragpipe.settings import load_settings
 from ragpipe.warehouse import connect
 
 
@@ -179,3 +181,64 @@ def test_dagster_run_with_two_parse_shards(synced: Project, reference: dict[str,
     assert (md["shards"], md["documents"], md["ingest_errors"]) == (2, len(KEEP), len(BAD))
     assert _warehouse(q) == reference
     assert not list((q.settings().warehouse_dir / "staging").glob("parse-*"))
+
+
+class _Killed(BaseException):
+    """Stands for SIGKILL in the middle of a shard: nothing after it runs."""
+
+
+@pytest.mark.slow
+@pytest.mark.s3
+def test_a_shard_killed_on_one_machine_resumes_on_another_through_object_storage(
+    synced: Project,
+    reference: dict[str, Any],
+    s3: Any,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With an s3:// staging_uri, machines that share no disk: B parses from the staged files (it has no corpus), is
+    killed after a file, and C finishes that shard from the journal B left in object storage."""
+    from test_s3_storage import BUCKET
+
+    q = _copy(synced, tmp_path / "a")
+    text = q.settings_file.read_text().replace("[warehouse]\n", f'[warehouse]\nstaging_uri = "s3://{BUCKET}/ps"\n', 1)
+    text += f'\n[warehouse.s3]\nendpoint_url = "{s3.endpoint}"\nregion = "us-east-1"\nallow_http = true\n'
+    q.settings_file.write_text(text)
+    machines = {}
+    for name in ("b", "c"):  # the same settings file, its own directory: no corpus, no warehouse
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "ragpipe.toml").write_text(text)
+        machines[name] = load_settings(tmp_path / name / "ragpipe.toml")
+    s = q.settings()
+    with connect(s.duckdb_path) as con:
+        plan = parse_shards.plan_parse_shards(s, con, 3)
+    stage = Path(plan["stage"])
+    assert plan["shard_sizes"][1] >= 2, "the test needs a shard of two files or more"
+    parsed: list[str] = []
+    real = parse_shards.parse_one
+
+    def killed_after_one(settings: Any, pool: Any, rel: str, sha: str) -> Any:
+        if parsed:
+            raise _Killed()
+        parsed.append(rel)
+        return real(settings, pool, rel, sha)
+
+    monkeypatch.setattr(parse_shards, "JOURNAL_SYNC_S", 0.0)
+    monkeypatch.setattr(parse_shards, "parse_one", killed_after_one)
+    with pytest.raises(_Killed):
+        parse_shards.parse_shard(machines["b"], stage, 1, 3, workers=1)
+    assert not machines["b"].corpus.dir.exists()
+
+    def counting(settings: Any, pool: Any, rel: str, sha: str) -> Any:
+        parsed.append(rel)
+        return real(settings, pool, rel, sha)
+
+    parsed.clear()
+    monkeypatch.setattr(parse_shards, "parse_one", counting)
+    done = [parse_shards.parse_shard(machines["c"], stage, i, 3, workers=1) for i in range(3)]
+    assert done[1]["kept"] == 1 and done[1]["parsed"] == plan["shard_sizes"][1] - 1
+    assert len(parsed) == sum(plan["shard_sizes"]) - 1
+    with connect(s.duckdb_path) as con:
+        parse_shards.merge_parse_shards(s, con, "run-remote", stage, 3)
+    assert _warehouse(q) == reference
+    assert [k for k in s3.keys("ps/") if not k.endswith("/")] == []  # the merge deleted the stage

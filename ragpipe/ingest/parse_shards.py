@@ -67,6 +67,7 @@ def _results_name(i: int, n: int) -> str:
 
 
 CORPUS = "corpus"  # a remote stage's copy of the files to parse, by their corpus-relative path
+JOURNAL_SYNC_S = 30.0  # a remote stage gets a copy of a running shard's journal at most this often
 
 
 def _journal(stage: Path, i: int, n: int) -> Path:
@@ -156,6 +157,8 @@ def parse_shard(
     work = [tuple(w) for w in json.loads(work_path.read_text())]
     settings = _fetched_corpus(settings, staging, work)
     journal = _journal(stage, i, shards)
+    if not journal.exists():  # a remote stage may hold the journal of this shard killed on another machine
+        staging.fetch(journal.name)
     done = _read_journal(journal)
     if done != [rel for rel, _ in work[: len(done)]]:
         raise StagingError(f"{journal}: does not match {work_path.name}; delete {stage} and run again")
@@ -163,6 +166,7 @@ def parse_shard(
     size = workers or parser_workers(settings.parser, share=shards)
     pool = ParserPool(size) if left and isolation_available() else None
     t0, n_err = time.perf_counter(), 0
+    synced = t0
     try:
         with ThreadPoolExecutor(max_workers=size, thread_name_prefix="parse") as ex, journal.open("a") as fh:
             results = (
@@ -173,6 +177,9 @@ def parse_shard(
             for k, r in enumerate(results, 1):
                 fh.write(json.dumps(asdict(r), ensure_ascii=False) + "\n")
                 fh.flush()  # a killed shard keeps every file finished so far
+                if staging.remote and time.perf_counter() - synced >= JOURNAL_SYNC_S:  # and another machine too
+                    staging.publish(journal.name)
+                    synced = time.perf_counter()
                 n_err += r.error_class is not None
                 if k % 10 == 0 or k == len(left):
                     rate = k / max(time.perf_counter() - t0, 1e-9)
