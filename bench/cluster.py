@@ -16,11 +16,9 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -30,41 +28,18 @@ sys.path.insert(0, str(ROOT / "tests"))  # the cluster harness of tests/test_clu
 import dagster as dg  # noqa: E402
 from _common import DEFAULT_DOCS, RESULTS, machine, select_files, write_json  # noqa: E402
 from shards import step_seconds  # noqa: E402
-from test_cluster import cluster_settings, placements, start_worker, wait_ready, write_settings  # noqa: E402
+from test_cluster import (  # noqa: E402
+    cluster_settings,
+    placements,
+    redis_server,
+    start_worker,
+    wait_ready,
+    write_settings,
+)
 from test_postgres_instance import pg_binaries, throwaway_cluster  # noqa: E402
-from test_s3_storage import BUCKET, KEY_ID, SENTINEL, S3Server, _free_port  # noqa: E402
+from test_s3_storage import KEY_ID, SENTINEL, S3Server, moto_server  # noqa: E402
 
 from assets.runner import materialize  # noqa: E402
-
-
-def start_redis(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        cwd=workdir,
-        stdout=subprocess.DEVNULL,
-    )
-    time.sleep(1.0)
-    return proc, f"redis://127.0.0.1:{port}/0"
-
-
-def start_s3(workdir: Path) -> tuple[subprocess.Popen[bytes], S3Server]:
-    import boto3
-
-    os.environ.update(AWS_ACCESS_KEY_ID=KEY_ID, AWS_SECRET_ACCESS_KEY=SENTINEL)
-    port = _free_port()
-    log = (workdir / "moto.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], stdout=log)
-    endpoint = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            urllib.request.urlopen(f"{endpoint}/", timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
-    client.create_bucket(Bucket=BUCKET)
-    return proc, S3Server(endpoint, client)
 
 
 def one_configuration(
@@ -127,11 +102,11 @@ def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="ragpipe-cluster-"))
     bins = pg_binaries()
     assert bins is not None and shutil.which("redis-server"), "needs PostgreSQL server binaries and redis-server"
-    redis, broker = start_redis(base)
-    moto, s3 = start_s3(base)
-    rows, first = [], None
+    os.environ.update(AWS_ACCESS_KEY_ID=KEY_ID, AWS_SECRET_ACCESS_KEY=SENTINEL)
+    rows: list[dict[str, Any]] = []
+    first = None
     try:
-        with throwaway_cluster(bins) as pg:
+        with redis_server(base) as broker, moto_server(base / "moto.log") as s3, throwaway_cluster(bins) as pg:
             for n in [int(x) for x in args.workers.split(",")]:
                 row, tables = one_configuration(n, base, files, args.docs, s3, broker, pg, args.shards)
                 first = first or tables
@@ -139,8 +114,6 @@ def main() -> None:
                 rows.append(row)
                 print(f"{n} shard worker(s): {row['wall_s']:.1f} s wall", flush=True)
     finally:
-        redis.terminate()
-        moto.terminate()
         shutil.rmtree(base, ignore_errors=True)
     print(f"\n{len(files)} realdocs files, {rows[0]['chunks']} chunks, {args.shards} parse and embed shards\n")
     print("| shard workers | wall s | ratio | tables equal | where the shard steps ran (s) |")

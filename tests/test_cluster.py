@@ -11,6 +11,7 @@ unreachable fails with one line that names it, and nothing is queued.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -28,7 +29,7 @@ import numpy as np
 import pytest
 from conftest import EXAMPLES, MODELS_DIR, Project, project_settings, write_settings
 from test_postgres_instance import VARIANT, PgServer, pg  # noqa: F401  (pg: the PostgreSQL fixture)
-from test_s3_storage import BUCKET, S3Server, s3  # noqa: F401  (s3: the moto fixture)
+from test_s3_storage import BUCKET, S3Server, _free_port, s3  # noqa: F401  (s3: the moto fixture)
 
 pytestmark = [
     pytest.mark.slow,
@@ -48,24 +49,24 @@ SHARD_STEPS |= {"embeddings.embed_shard_0", "embeddings.embed_shard_1"}
 SELECTION = ["corpus", "documents", "chunks", "embeddings"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A throwaway redis-server on loopback (Debian's redis-server package; .ci/run installs it)."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        reason = "redis-server is not installed (Debian's redis-server package)"
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"{reason} ({REQUIRE_ENV}=1: Redis is required here)")
-        pytest.skip(reason)
-    port, workdir = _free_port(), tmp_path_factory.mktemp("redis")
+@contextlib.contextmanager
+def redis_server(workdir: Path) -> Iterator[str]:
+    """A throwaway redis-server on a free loopback port (no persistence); yields its URL."""
+    port = _free_port()
     proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir],
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            workdir,
+        ],
         stdout=(workdir / "server.log").open("w"),
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -84,6 +85,18 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """redis-server from Debian's package (.ci/run installs it)."""
+    if shutil.which("redis-server") is None:
+        reason = "redis-server is not installed (Debian's redis-server package)"
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"{reason} ({REQUIRE_ENV}=1: Redis is required here)")
+        pytest.skip(reason)
+    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+        yield url
 
 
 def cluster_settings(server: S3Server, broker: str, models_dir: str) -> dict[str, Any]:

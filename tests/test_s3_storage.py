@@ -8,6 +8,7 @@ the project's files (DuckDB, Dagster storage), nor the bucket.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -57,24 +58,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+@contextlib.contextmanager
+def moto_server(log_path: Path) -> Iterator[S3Server]:
+    """moto's S3 server on a free loopback port with the BUCKET created (credentials: the caller's environment)."""
     import boto3
 
-    mp = pytest.MonkeyPatch()
-    for name in (
-        "AWS_SESSION_TOKEN",
-        "AWS_PROFILE",
-        "AWS_ENDPOINT_URL",
-        "AWS_ENDPOINT",
-        "AWS_DEFAULT_REGION",
-        "AWS_REGION",
-    ):
-        mp.delenv(name, raising=False)
-    mp.setenv("AWS_ACCESS_KEY_ID", KEY_ID)
-    mp.setenv("AWS_SECRET_ACCESS_KEY", SENTINEL)
     port = _free_port()
-    log = (tmp_path_factory.mktemp("moto") / "server.log").open("w")
+    log = log_path.open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
         stdout=log,
@@ -103,6 +93,26 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
             proc.kill()
             proc.wait(10)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    mp = pytest.MonkeyPatch()
+    for name in (
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT",
+        "AWS_DEFAULT_REGION",
+        "AWS_REGION",
+    ):
+        mp.delenv(name, raising=False)
+    mp.setenv("AWS_ACCESS_KEY_ID", KEY_ID)
+    mp.setenv("AWS_SECRET_ACCESS_KEY", SENTINEL)
+    try:
+        with moto_server(tmp_path_factory.mktemp("moto") / "server.log") as server:
+            yield server
+    finally:
         mp.undo()
 
 
