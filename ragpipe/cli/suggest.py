@@ -164,9 +164,10 @@ After accepting: `ragpipe ci` runs the new tests; `ragpipe golden validate` chec
     p.add_argument("--positives", type=int, default=0, metavar="N", help="positives to propose (default 0)")
     p.add_argument(
         "--kinds",
-        default="periods,versions,names",
+        default="periods,versions,names,changes",
         help="qualifiers to vary, comma-separated: periods (years, quarters, dates), versions, names "
-        "(SHA-256, HR-400, `module.attr`) (default: all)",
+        '(SHA-256, HR-400, `module.attr`), changes (a change note of reference documentation, "Changed in '
+        'version 3.4: ...", asked about another version) (default: all)',
     )
     p.add_argument(
         "--phrase",

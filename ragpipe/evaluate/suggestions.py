@@ -18,11 +18,16 @@ from ragpipe.golden import (
     QUALIFIER_KINDS,
     Candidate,
     Corpus,
+    Notes,
     agreeing,
     candidates,
+    change_notes,
+    change_question,
+    change_siblings,
     qualifiers,
     question,
     remember,
+    search_change,
     sentences_of,
     siblings,
 )
@@ -92,7 +97,7 @@ def _id(kind: str, asked: str, quote: str) -> str:
     return "sug_" + hashlib.sha256(f"{kind}\n{asked}\n{quote}".encode()).hexdigest()[:10]
 
 
-def read_corpus(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> tuple[Corpus, int]:
+def read_corpus(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> tuple[Corpus, Notes, int]:
     rows = con.execute(
         "SELECT chunk_id, doc_id, text FROM chunks WHERE chunker_tag = ? ORDER BY doc_id, seq", [chunker_tag]
     ).fetchall()
@@ -102,16 +107,19 @@ def read_corpus(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> tuple[Corpu
     for _, doc_id, text in rows:
         documents.setdefault(doc_id, []).append(text)
     sentences = [s for chunk_id, doc_id, text in rows for s in sentences_of(chunk_id, doc_id, text)]
-    return Corpus(sentences, {d: "\n".join(t) for d, t in documents.items()}), len(rows)
+    return Corpus(sentences, {d: "\n".join(t) for d, t in documents.items()}), change_notes(rows), len(rows)
 
 
-def _round_robin(corpus: Corpus, kinds: Iterable[str], taken: set[str]) -> Iterator[Candidate]:
-    """Candidates a document at a time in turn, so that the proposals spread over the corpus; a quote already in the
-    golden set is left out."""
+def _round_robin(corpus: Corpus, notes: Notes, kinds: Iterable[str], taken: set[str]) -> Iterator[Candidate]:
+    """Candidates a document at a time in turn, so that the proposals spread over the corpus (a document's change
+    notes after its values); a quote already in the golden set is left out."""
     by_doc: dict[str, list[Candidate]] = {}
     for s in corpus.sentences:
         if s.text not in taken:
             by_doc.setdefault(s.doc_id, []).extend(candidates(s, kinds))
+    for c in notes.candidates if "changes" in kinds else []:
+        if c.sentence.text not in taken:
+            by_doc.setdefault(c.sentence.doc_id, []).append(c)
     queues = [iter(v) for _, v in sorted(by_doc.items())]
     while queues:
         for q in list(queues):
@@ -122,14 +130,22 @@ def _round_robin(corpus: Corpus, kinds: Iterable[str], taken: set[str]) -> Itera
                 yield c
 
 
-def _negative(c: Candidate, corpus: Corpus, seen: dict[str, set[str]], dropped: dict[str, int]) -> Proposal | None:
-    """The first sibling qualifier whose question the corpus does not answer; None when every one is answered."""
+def _negative(
+    c: Candidate, corpus: Corpus, notes: Notes, seen: dict[str, set[str]], dropped: dict[str, int]
+) -> Proposal | None:
+    """The first sibling qualifier whose question the corpus does not answer; None when every one is answered. A
+    change note is asked about another version of its subject, a value under another qualifier."""
+    change = c.qualifier.group == "changes"
+    if change:
+        sibs = change_siblings(c, notes, {v for k, vs in seen.items() if k.startswith("version:") for v in vs})
+    else:
+        sibs = siblings(c.qualifier, seen)
     tried = []
-    for sib in siblings(c.qualifier, seen)[:SIBLINGS_TRIED]:
-        ev = corpus.search(c, sib)
+    for sib in sibs[:SIBLINGS_TRIED]:
+        ev = search_change(c, sib, notes, corpus.sentences) if change else corpus.search(c, sib)
         tried.append({"qualifier": sib, "pattern": ev.pattern, "answered_by": ev.answered_by and ev.answered_by[1]})
         if ev.absent:
-            asked = question(c, sib)
+            asked = change_question(c, sib) if change else question(c, sib)
             evidence = {
                 "search": f"every sentence of {len(corpus.documents)} documents for {sib!r} (pattern {ev.pattern})",
                 "naming": ev.naming,
@@ -160,6 +176,7 @@ def _positive(c: Candidate, corpus: Corpus, dropped: dict[str, int]) -> Proposal
 
 def _collect(
     corpus: Corpus,
+    notes: Notes,
     kinds: tuple[str, ...],
     taken: set[str],
     seen: dict[str, set[str]],
@@ -168,25 +185,26 @@ def _collect(
     negatives: int,
     positives: int,
 ) -> tuple[list[Proposal], list[Proposal], dict[str, Candidate], int]:
-    """Candidates in turn until there are enough proposals: a sentence gives at most one negative and one positive,
-    a question is asked once, and a decided (accepted or rejected) proposal is never made again."""
+    """Candidates in turn until there are enough proposals: a sentence (the notes of a changed thing, together)
+    gives at most one negative and one positive, a question is asked once, a change note no positive (its value is a
+    paraphrase to read, not a value to find), and a decided (accepted or rejected) proposal is never made again."""
     neg: list[Proposal] = []
     pos: list[Proposal] = []
     traps: dict[str, Candidate] = {}
     used: set[tuple[str, str]] = set()
     n = 0
-    for c in _round_robin(corpus, kinds, taken):
+    for c in _round_robin(corpus, notes, kinds, taken):
         if len(neg) >= negatives and len(pos) >= positives:
             break
         n += 1
-        if len(neg) < negatives and ("n", c.sentence.text) not in used:
-            p = _negative(c, corpus, seen, dropped)
+        if len(neg) < negatives and ("n", c.subject or c.sentence.text) not in used:
+            p = _negative(c, corpus, notes, seen, dropped)
             if p and p.suggestion_id not in decided and all(p.question != q.question for q in neg):
                 neg.append(p)
                 traps[p.suggestion_id] = c
-                used.add(("n", c.sentence.text))
+                used.add(("n", c.subject or c.sentence.text))
                 continue
-        if len(pos) < positives and ("p", c.sentence.text) not in used:
+        if len(pos) < positives and not c.subject and ("p", c.sentence.text) not in used:
             p = _positive(c, corpus, dropped)
             if p and p.suggestion_id not in decided:
                 pos.append(p)
@@ -233,7 +251,7 @@ def suggest(
     unknown = sorted(set(kinds) - set(QUALIFIER_KINDS))
     if unknown:
         raise SuggestError(f"unknown --kinds {', '.join(unknown)}; choose from {', '.join(QUALIFIER_KINDS)}")
-    corpus, n_chunks = read_corpus(con, settings.chunker_tag)
+    corpus, notes, n_chunks = read_corpus(con, settings.chunker_tag)
     seen: dict[str, set[str]] = {}
     for s in corpus.sentences:
         for q in qualifiers(s.text):
@@ -251,7 +269,7 @@ def suggest(
         r[0] for r in con.execute("SELECT suggestion_id FROM golden_suggestions WHERE decision IS NOT NULL").fetchall()
     }
     spare = negatives + (negatives + 3) // 4  # a retrieved passage may still answer a few: they are dropped below
-    neg, pos, traps, n_candidates = _collect(corpus, kinds, set(taken), seen, dropped, decided, spare, positives)
+    neg, pos, traps, n_candidates = _collect(corpus, notes, kinds, set(taken), seen, dropped, decided, spare, positives)
     log(
         f"{len(neg)} negative and {len(pos)} positive proposal(s) from {n_candidates} candidate(s) in {n_chunks} chunks"
     )

@@ -24,6 +24,7 @@ class Evidence:
     naming: int  # sentences that name the qualifier
     closest: list[tuple[str, str, float]] = field(default_factory=list)  # (chunk id, sentence, share of attribute)
     answered_by: tuple[str, str] | None = None  # (chunk id, sentence)
+    reason: str = ""  # why it is absent, where a search says it in its own words (changes.py)
 
     @property
     def absent(self) -> bool:
@@ -32,6 +33,8 @@ class Evidence:
     def why(self, qualifier: str) -> str:
         if self.answered_by:
             return f"the corpus pairs {qualifier!r} with the question's words: {self.answered_by[1]!r}"
+        if self.reason:
+            return self.reason
         if not self.naming:
             return f"no document of the corpus names {qualifier!r}"
         best = self.closest[0][2] if self.closest else 0.0

@@ -11,7 +11,7 @@ from typing import Iterable, Iterator
 from ragpipe.golden.prose import askable, english, readable
 from ragpipe.reading import content_words
 
-QUALIFIER_KINDS = ("periods", "versions", "names")  # what a qualifier can be (--kinds)
+QUALIFIER_KINDS = ("periods", "versions", "names", "changes")  # what a qualifier can be (--kinds)
 
 _ORDINALS = ["first", "second", "third", "fourth"]
 _MONTHS = "January February March April May June July August September October November December".split()
@@ -94,6 +94,7 @@ class Candidate:
     value: Span
     qualifier: Span
     attribute: frozenset[str]
+    subject: str = ""  # of a change note (changes.py): the definition it stands under
 
 
 def sentences_of(chunk_id: str, doc_id: str, text: str) -> Iterator[Sentence]:
