@@ -72,7 +72,7 @@ def main() -> int:
     wall, out = _ragpipe(
         settings, "golden", "suggest", "--negatives", str(args.negatives), "--out", str(project / "sheet.md")
     )
-    print(out.strip().splitlines()[-3])  # "N proposal(s) from ... s; dropped: ..."
+    print(next((line for line in out.splitlines() if "proposal(s) from" in line), ""))  # "N negative and ..."
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute(
             "SELECT suggestion_id, question, quote, source, value, rank, k, qualifier_kind FROM golden_suggestions "

@@ -72,6 +72,16 @@ def test_a_note_is_said_of_the_definition_it_stands_under_in_the_same_chunk() ->
     assert notes.latest == (3, 10)
 
 
+def test_a_note_after_a_section_heading_is_said_of_no_definition() -> None:
+    for heading in ("Flags¶", "Module Contents¶"):
+        text = f"re.compile(pattern, flags=0)¶\n\nCompile a pattern.\n\n{heading}\n\nChanged in version 3.6: Flag constants are now instances of RegexFlag."
+        assert change_notes([("c", "html/library/re.html", text)]).candidates == []
+    constant = (
+        "re.compile(pattern, flags=0)¶\n\nCompile.\n\nASCII¶\n\nChanged in version 3.6: ASCII is now an enum member."
+    )
+    assert [c.subject for c in change_notes([("c", "re.html", constant)]).candidates] == ["ASCII"]
+
+
 def test_a_quote_found_twice_is_no_trap() -> None:
     twice = FIRST + "\n\nzipfile.main()¶\n\nChanged in version 3.1: Support for file and file-like objects."
     notes = change_notes([("ch_1", DOC, twice)])

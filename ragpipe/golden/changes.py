@@ -77,8 +77,11 @@ def change_notes(rows: Iterable[tuple[str, str, str]]) -> Notes:
         for line in text.split("\n"):
             line = line.strip()
             d = _DEFINITION.match(line)
-            if d:
+            if d and not _heading(line):
                 scope.enter(d.group("name"), bool(d.group("class")), chunk_id)
+                continue
+            if line.endswith("¶"):  # a section heading: what follows is no longer said of the definition above
+                scope = _Scope()
                 continue
             note = _NOTE.match(line)
             if not note or not scope.subject:
@@ -95,6 +98,12 @@ def change_notes(rows: Iterable[tuple[str, str, str]]) -> Notes:
     once = Counter(c.sentence.text for c, _ in found)  # a quote found twice stamps nothing
     notes.candidates = [c for c, near in found if near and once[c.sentence.text] == 1]
     return notes
+
+
+def _heading(line: str) -> bool:
+    """A one-word section title ("Flags¶", "Examples¶") has a definition's shape but names no code: no dot, no
+    brackets, a capital and then lower case (a constant is upper case, an attribute lower)."""
+    return bool(re.fullmatch(r"[A-Z][a-z]+\s*¶", line))
 
 
 def _candidate(chunk_id: str, doc_id: str, line: str, subject: str) -> Candidate | None:
