@@ -15,8 +15,6 @@ import functools
 import math
 import re
 
-from spacy.lang.en.stop_words import STOP_WORDS
-
 from ragpipe.reading.grounding import Grounds, _key, facts, grounds, in_clause, table_row
 from ragpipe.reading.match import _same, digits, numbers
 from ragpipe.reading.polarity import _LIGHT, _WORD, predicates, sentences, stem
@@ -39,7 +37,17 @@ def _values(sentence: str) -> frozenset[float]:
 
 
 def _words(text: str) -> set[str]:
-    return {stem(w) for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in STOP_WORDS} - _LIGHT
+    stop = _stop_words()
+    return {stem(w) for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in stop} - _LIGHT
+
+
+@functools.cache
+def _stop_words() -> frozenset[str]:
+    """spaCy's English stop words, imported when a verdict first needs them (spaCy takes seconds to import: a
+    command that only needs this module's code version must not pay for it)."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(STOP_WORDS)
 
 
 def _numbers(answer: str, clause: str, skip: set[float]) -> list[float]:
