@@ -7,7 +7,17 @@ from __future__ import annotations
 import duckdb
 
 from ragpipe.evaluate.suggestions import _collect, read_corpus
-from ragpipe.golden import change_notes, change_question, change_siblings, qualifiers, remember, search_change
+from ragpipe.golden import (
+    GoldenTest,
+    change_notes,
+    change_question,
+    change_siblings,
+    qualifiers,
+    remember,
+    search_change,
+)
+from ragpipe.rag.answerers import Answer
+from ragpipe.verdicts import decide
 
 DOC = "html/library/zipfile.html"
 FIRST = """zipfile.is_zipfile(filename)¶
@@ -138,3 +148,23 @@ def test_absence_is_a_search_of_every_sentence_naming_the_version_and_the_subjec
     assert sum(q.question.startswith("What changed in zipfile.ZipFile in") for q in neg) == 1  # one per subject
     assert pos == []  # a change is a paraphrase to read, not a value to find: no positive
     assert dropped["negative: no sibling"] >= 1  # zipfile.Path: every neighbour is noted or too new
+
+
+def test_a_change_negative_is_scored_by_the_verdict_rule_like_any_trap() -> None:
+    """The trap's value is the change, a sentence: stating it of the asked version takes the trap, citing it as what
+    the documents say of another version does not."""
+    notes = change_notes(_rows())
+    c = next(c for c in notes.candidates if c.subject.endswith("testzip"))
+    test = GoldenTest(
+        "neg_1", change_question(c, "version 3.5"), "not in documents", "negative", 1, ("ch_1",),
+        c.sentence.text, DOC, c.value.text, "e", "2026-12-04", {},
+    )  # fmt: skip
+    verdicts = {
+        "The documents do not mention any change to testzip in version 3.5.": "pass",
+        "In version 3.5, calling testzip() on a closed ZipFile will raise a ValueError.": "fail",
+        "Nothing is said about 3.5; in 3.6, calling testzip() on a closed ZipFile started to raise a ValueError.": "pass",
+        "I can't find a 3.5 note, but probably calling testzip() on a closed ZipFile raises a ValueError.": "fail",
+    }
+    for answer, expected in verdicts.items():
+        v = decide(test, ("ch_1",), "ok", ["ch_1"], Answer(answer, 0, 0, 0), (), "e", contexts=[FIRST])
+        assert v.verdict == expected, (answer, v.reason)
