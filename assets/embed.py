@@ -1,7 +1,6 @@
 """The embeddings asset: chunks -> embeddings, one step or a graph of shard steps. A thin wrapper over ragpipe.embed."""
 
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +8,7 @@ import dagster as dg
 
 from assets.automation import RAGPIPE_CONDITION
 from assets.cluster import shard_tags
-from assets.ingest import GROUP, data_version
+from assets.ingest import GROUP, data_version, prepare_embedder
 from assets.inputs import recorded_inputs
 from assets.resources import RagpipeResource
 from ragpipe import embed
@@ -33,13 +32,6 @@ def _embeddings_output(s: Settings, con: Any, stats: dict[str, Any]) -> tuple[di
     return metadata, version
 
 
-def _prepare_embedder(context: Any, s: Settings) -> None:
-    """Build a new embedder's local model before taking the warehouse's writer lock (`ragpipe sql` keeps answering)."""
-    t0 = time.perf_counter()
-    if embed.prepare(s.embedder, s.models_dir):
-        context.log.info(f"built the {s.embedder.name} model under {s.models_dir} in {time.perf_counter() - t0:.0f} s")
-
-
 def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.AssetsDefinition:
     """One step, or with [scale].embed_shards > 1 a plan -> N shard steps -> merge graph (ragpipe.embed.shards)."""
     common = dict(
@@ -58,7 +50,7 @@ def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.Asse
         @dg.asset(deps=[chunks], pool="duckdb", **common)
         def embeddings(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
             s = ragpipe.settings()
-            _prepare_embedder(context, s)
+            prepare_embedder(context, s)
             with ragpipe.warehouse() as con:
                 metadata, version = _embeddings_output(
                     s, con, embed.embed_chunks(s, con, context.run.run_id, log=context.log.info)
@@ -71,7 +63,7 @@ def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.Asse
     def embed_plan(context: dg.OpExecutionContext, ragpipe: RagpipeResource) -> str:
         """Which texts need a vector, one work file per shard (reads DuckDB and LanceDB)."""
         s = ragpipe.settings()
-        _prepare_embedder(context, s)
+        prepare_embedder(context, s)
         with ragpipe.warehouse() as con:
             return embed.plan_embed_shards(s, con, shards, log=context.log.info)["stage"]
 

@@ -2,6 +2,7 @@
 
 import hashlib
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from assets.automation import RAGPIPE_CONDITION
 from assets.cluster import shard_tags
 from assets.inputs import CHANGE, recorded_inputs
 from assets.resources import RagpipeResource
-from ragpipe import ingest
+from ragpipe import embed, ingest
 from ragpipe.settings import Settings
 from ragpipe.versions import code_version
 
@@ -38,6 +39,14 @@ def _errors_md(con: Any, stage: str | None = None) -> str:
     lines = ["| path | stage | error | message |", "|---|---|---|---|"]
     lines += [f"| {p} | {s} | {c} | {m.replace('|', '/')[:200]} |" for p, s, c, m in rows]
     return "\n".join(lines)
+
+
+def prepare_embedder(context: Any, s: Settings) -> None:
+    """Build a new embedder's local model before taking the warehouse's writer lock (`ragpipe sql` keeps answering).
+    The documents stage needs it too when it embeds while parsing ([scale].embed_while_parsing)."""
+    t0 = time.perf_counter()
+    if embed.prepare(s.embedder, s.models_dir):
+        context.log.info(f"built the {s.embedder.name} model under {s.models_dir} in {time.perf_counter() - t0:.0f} s")
 
 
 def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
@@ -125,9 +134,11 @@ def build_documents(settings: Settings, corpus: dg.AssetsDefinition) -> dg.Asset
 
         @dg.asset(deps=[corpus], pool="duckdb", **common)
         def documents(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
+            s = ragpipe.settings()
+            if s.scale.embed_while_parsing:
+                prepare_embedder(context, s)
             with ragpipe.warehouse() as con:
-                s = ragpipe.settings()
-                stats = ingest.parse_documents(s, con, context.run.run_id, log=context.log.info)
+                stats = embed.parse_documents_embedding(s, con, context.run.run_id, log=context.log.info)
                 metadata, version = _documents_output(s, con, stats)
             return dg.MaterializeResult(metadata=metadata, data_version=version)
 

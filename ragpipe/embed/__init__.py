@@ -55,6 +55,15 @@ _EXPORTS = {
         "table_rows",
     ],
     "stage": ["current_chunk_keys", "chunk_text_loader", "embed_chunks"],
+    "prefetch": [
+        "prefetch_dir",
+        "load_prefetched",
+        "clear_prefetched",
+        "PrefetchStats",
+        "Prefetcher",
+        "prefetcher",
+        "parse_documents_embedding",
+    ],
     "shards": ["plan_embed_shards", "embed_shard", "staged_vectors", "merge_embed_shards"],
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

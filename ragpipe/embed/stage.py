@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from ragpipe.embed import store
 from ragpipe.embed.embedders import Embedder, LazyEmbedder
+from ragpipe.embed.prefetch import clear_prefetched, load_prefetched
 from ragpipe.settings import Settings
 from ragpipe.warehouse import drop_block_cache, record_stage, transaction
 
@@ -60,7 +61,8 @@ def embed_chunks(
 ) -> dict[str, Any]:
     """Bring the embedder's LanceDB table in line with the current chunks, embedding only unseen content.
 
-    `precomputed` (content hash -> vector) comes from embedding shards (ragpipe.embed.shards); whatever it lacks is embedded here.
+    `precomputed` (content hash -> vector) comes from embedding shards (ragpipe.embed.shards), and vectors embedded
+    while parsing are added to it (ragpipe.embed.prefetch); whatever they lack is embedded here.
     """
     t0 = time.time()
     # Loaded only if something needs embedding: a run with no new text never loads (or builds) a model.
@@ -73,6 +75,9 @@ def embed_chunks(
             last[0] = secs
             log(f"embed [{emb.tag}]: {done}/{total} chunks, {done / max(secs, 1e-9):.1f} chunks/s")
 
+    waiting = load_prefetched(settings, emb.tag)  # embedded while parsing (ragpipe.embed.prefetch)
+    if waiting:
+        precomputed = {**waiting, **(precomputed or {})}
     db = store.open_store(settings)
     # The keys are passed, not kept: nothing of corpus size outlives the sync (the full-text index build follows).
     table, sync = store.sync_vectors(
@@ -87,6 +92,8 @@ def embed_chunks(
     )
     if getattr(emb, "built", False):  # the ONNX export or static distillation of a fresh machine: say so once
         log(f"embedder {emb.tag}: model built under {settings.models_dir} during this run (later runs reuse it)")
+    if waiting:
+        clear_prefetched(settings, emb.tag)  # the table holds them now
     store.ensure_fts_index(table, changed=sync.current != sync.kept or sync.deleted > 0)
     # Mirror the table into DuckDB in one transaction, recomputed from LanceDB itself (crash-safe).
     # Streamed as Arrow batches, never Python rows nor the whole table at once.

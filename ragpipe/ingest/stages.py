@@ -191,11 +191,15 @@ def record_parses(
     results: Iterable[ParseResult],
     total: int,
     log: Log = _noop,
+    on_parsed: Callable[[ParseResult], None] | None = None,
 ) -> tuple[int, int]:
-    """Write parse results in the order given; returns (documents written, errors written)."""
+    """Write parse results in the order given (each then handed to `on_parsed`); returns (documents written, errors
+    written)."""
     n_ok = n_err = 0
     for i, r in enumerate(results, 1):
         record_parse(settings, con, run_id, r)
+        if on_parsed is not None:
+            on_parsed(r)
         if r.error_class is not None:
             n_err += 1
             log(f"parse: [{i}/{total}] FAILED {r.message}")
@@ -231,13 +235,18 @@ def documents_stats(
 
 
 def parse_documents(
-    settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop
+    settings: Settings,
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    log: Log = _noop,
+    on_parsed: Callable[[ParseResult], None] | None = None,
 ) -> dict[str, Any]:
     """Parse new and changed files; drop documents that left the corpus. A bad file becomes an ingest_errors row.
 
     Files are parsed in worker processes under [parser].timeout_s and [parser].max_memory_mb per document
     (ragpipe.ingest.parse_pool.ParserPool, [parser].workers of them); a file that overran a lower limit than the current one
     is tried again. With [scale].parse_shards > 1 the same work is split into steps (ragpipe.ingest.parse_shards).
+    `on_parsed` sees each result once it is recorded (ragpipe.embed.prefetch embeds its chunks meanwhile).
     """
     t0 = time.time()
     todo, gone, n_corpus = documents_todo(settings, con)
@@ -250,7 +259,7 @@ def parse_documents(
 
     results = executor.map(work, todo) if executor is not None else map(work, todo)
     try:
-        counts = record_parses(settings, con, run_id, results, len(todo), log)
+        counts = record_parses(settings, con, run_id, results, len(todo), log, on_parsed)
     except BaseException:
         if pool is not None:
             pool.close()  # stop the documents in flight now (interrupted, or the warehouse failed); a new pool follows

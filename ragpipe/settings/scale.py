@@ -20,6 +20,10 @@ class ScaleSettings:
     # The same for parsing: new and changed files parsed in N steps by a static hash of their path
     # (ragpipe.ingest.parse_shards).
     parse_shards: int = 1
+    # The documents stage embeds each parsed document's new chunk texts in a background thread while the parser
+    # worker reads the next file (ragpipe.embed.prefetch); the embeddings stage then embeds only what is left. Off:
+    # the stages run one after the other. Part of no code version: the vectors are the same either way.
+    embed_while_parsing: bool = True
     # Where a multi-process run's steps go: "multiprocess" (one process per step on this machine, Dagster's default)
     # or "celery" (dagster-celery: each step is a task on a Celery queue served by workers on other machines).
     executor: str = "multiprocess"
