@@ -99,8 +99,9 @@ def test_incremental_reembedding(tmp_path: Path) -> None:
     after = set(p.sql("SELECT chunk_id FROM chunks WHERE doc_id = ?", [doc]))
     new_ids = after - before
     assert new_ids
-    emb = p.metadata(edited, "embeddings")
-    assert 0 < emb["embedded"] <= len(new_ids)
+    emb = p.metadata(edited, "embeddings")  # embedded while the documents stage parsed, or in the embeddings stage
+    early = p.metadata(edited, "documents")["embedded_while_parsing"]
+    assert 0 < emb["embedded"] + emb["precomputed"] <= len(new_ids) and emb["precomputed"] <= early
     assert p.sql(f"SELECT count(*) FROM embeddings WHERE run_id = '{edited.run_id}'")[0][0] == len(new_ids)
 
     # a deleted document loses its rows and its vectors

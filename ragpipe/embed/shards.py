@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 
 from ragpipe.embed import store
 from ragpipe.embed.embedders import Embedder, LazyEmbedder, load_embedder
+from ragpipe.embed.prefetch import load_prefetched
 from ragpipe.embed.stage import chunk_text_loader, current_chunk_keys, embed_chunks
 from ragpipe.ingest import shard_of
 from ragpipe.settings import Settings
@@ -61,12 +62,15 @@ def _atomic_parquet(path: Path, schema: pa.Schema) -> Iterator[pq.ParquetWriter]
 def plan_embed_shards(
     settings: Settings, con: duckdb.DuckDBPyConnection, shards: int, log: Log = _noop, embedder: Embedder | None = None
 ) -> dict[str, Any]:
-    """Write one work file per shard with the texts that have no vector yet; returns the staging directory and counts."""
+    """Write one work file per shard with the texts that have no vector yet (nor one embedded while parsing); returns
+    the staging directory and counts."""
     emb = embedder or LazyEmbedder(settings.embedder, settings.models_dir)  # the plan needs the tag, not the model
     table = store.open_table(store.open_store(settings), emb.tag, lambda: emb.dims)
+    waiting = set(load_prefetched(settings, emb.tag))  # embedded while parsing: the merge takes them as they are
     fresh = [
         store.ChunkKey(**k)
         for k in store.diff_vectors(table, current_chunk_keys(con, settings.chunker_tag)).fresh_keys().to_pylist()
+        if k["content_hash"] not in waiting
     ]
     plan_id = hashlib.sha256(json.dumps([emb.tag, shards, sorted(k.content_hash for k in fresh)]).encode()).hexdigest()[
         :12
