@@ -33,7 +33,11 @@ def test_whole_graph_row_counts(ingested: tuple[Project, dict]) -> None:
     n_chunks = p.sql("SELECT count(*) FROM chunks")[0][0]
     assert meta["chunks"]["chunks"] == n_chunks > n_files
     assert meta["embeddings"]["vectors"] == n_chunks
-    assert meta["embeddings"]["embedded"] > 0
+    e = meta["embeddings"]  # each text embedded once: while the documents stage parsed, or in the embeddings stage
+    assert (
+        e["embedded"] + e["precomputed"] == n_chunks - e["reused"]
+        and e["precomputed"] <= meta["documents"]["embedded_while_parsing"]
+    )
     db = store.open_store(p.settings())
     table = db.open_table(table_name(meta["embeddings"]["embedder_tag"]))
     assert table.count_rows() == n_chunks

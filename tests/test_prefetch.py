@@ -111,3 +111,27 @@ def test_off_parses_alone(reference: dict[str, Any], tmp_path: Path, monkeypatch
     p = _project(tmp_path / "off", overlap=False)
     stats = _ingest(p, "run-off")
     assert stats["embeddings"]["precomputed"] == 0 and _chunks(p) == reference["chunks"]
+
+
+def test_shards_embed_only_what_parsing_left(
+    reference: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = _project(tmp_path / "shards", overlap=True)
+    s = p.settings()
+    monkeypatch.setattr(prefetch, "PART_ROWS", 4)
+    with connect(s.duckdb_path) as con:
+        ingest.sync_corpus(s, con, "run-1")
+        embed.parse_documents_embedding(s, con, "run-1")
+        ingest.chunk_documents(s, con, "run-1")
+        tag = embed.embedder_tag(s.embedder, s.models_dir)
+        for part in sorted(prefetch.prefetch_dir(s, tag).glob("*.arrow"))[::2]:
+            part.unlink()  # half the vectors embedded while parsing: the shards have the rest to do
+        waiting = len(prefetch.load_prefetched(s, tag))
+        plan = embed.plan_embed_shards(s, con, 2)
+    assert waiting > 0 and plan["texts"] == reference["embedded"] - waiting and all(plan["shard_sizes"])
+    for i in range(2):
+        embed.embed_shard(s, Path(plan["stage"]), i, 2)
+    with connect(s.duckdb_path) as con:
+        stats = embed.merge_embed_shards(s, con, "run-1", Path(plan["stage"]), 2)
+    assert (stats["embedded"], stats["precomputed"]) == (0, reference["embedded"])
+    _same(_table(s), reference["vectors"])

@@ -48,6 +48,7 @@ def chunked(tmp_path_factory: pytest.TempPathFactory) -> Project:
     """The bundled example parsed and chunked (not embedded), with the static embedder (fast, real)."""
     p = make_project(tmp_path_factory.mktemp("shards") / "proj", embedder="minilm-static")
     p.materialize(["corpus", "documents", "chunks"])
+    shutil.rmtree(p.settings().warehouse_dir / "prefetch", ignore_errors=True)  # what was embedded while parsing
     return p
 
 
