@@ -237,15 +237,16 @@ def cluster(
     mp.setenv("DAGSTER_HOME", str(wh / "dagster_home"))
     mp.setenv("RAGPIPE_SETTINGS", str(wh / "ragpipe.toml"))
     mp.chdir(wh)
+    instance = dg.DagsterInstance.get()
+    # The broker down: the run fails at once with one line, nothing queued (a dead port stands for it). Before the
+    # workers start: a worker reads its settings file as it starts, and must not read this one.
+    write_settings(wh / "ragpipe.toml", cluster_settings(s3, f"redis://127.0.0.1:{_free_port()}/0", MODELS_DIR))
+    down = materialize(str(wh / "ragpipe.toml"), SELECTION, instance, multiprocess=True)
+    write_settings(wh / "ragpipe.toml", settings)
     workers = [start_worker("wh", wh, "ragpipe-warehouse", pg)]
     workers += [start_worker(r.name, r, "dagster", pg) for r in shard_roots]
     stop, killed = threading.Event(), []
     try:
-        instance = dg.DagsterInstance.get()
-        # The broker down: the run fails at once with one line, nothing queued (a dead port stands for it).
-        write_settings(wh / "ragpipe.toml", cluster_settings(s3, f"redis://127.0.0.1:{_free_port()}/0", MODELS_DIR))
-        down = materialize(str(wh / "ragpipe.toml"), SELECTION, instance, multiprocess=True)
-        write_settings(wh / "ragpipe.toml", settings)
         wait_ready(workers)
         killer = threading.Thread(target=kill_first_shard_worker, args=(workers[1:], killed, stop), daemon=True)
         killer.start()
