@@ -58,6 +58,7 @@ _EXPORTS = {
     "prefetch": [
         "prefetch_dir",
         "load_prefetched",
+        "prefetched_hashes",
         "clear_prefetched",
         "PrefetchStats",
         "Prefetcher",

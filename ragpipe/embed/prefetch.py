@@ -15,7 +15,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -35,19 +35,28 @@ def prefetch_dir(settings: Settings, embedder_tag: str) -> Path:
     return settings.warehouse_dir / "prefetch" / table_name(embedder_tag)
 
 
-def load_prefetched(settings: Settings, embedder_tag: str) -> dict[str, np.ndarray]:
-    """Every vector waiting for the embeddings stage (content hash -> vector); a part cut short by a kill is
-    skipped."""
-    out: dict[str, np.ndarray] = {}
+def _parts(settings: Settings, embedder_tag: str) -> Iterator[pa.Table]:
+    """The part files waiting for the embeddings stage; a part cut short by a kill is skipped."""
     for part in sorted(prefetch_dir(settings, embedder_tag).glob("*.arrow")):
         try:
             with ipc.open_file(part) as reader:
-                t = reader.read_all()
+                yield reader.read_all()
         except (OSError, pa.ArrowInvalid):
             continue
+
+
+def load_prefetched(settings: Settings, embedder_tag: str) -> dict[str, np.ndarray]:
+    """Every vector waiting for the embeddings stage (content hash -> vector)."""
+    out: dict[str, np.ndarray] = {}
+    for t in _parts(settings, embedder_tag):
         vectors = t["vector"].combine_chunks().flatten().to_numpy().reshape(t.num_rows, -1)
         out.update(zip(t["content_hash"].to_pylist(), vectors))
     return out
+
+
+def prefetched_hashes(settings: Settings, embedder_tag: str) -> set[str]:
+    """The content hashes of those vectors, without turning the vectors into arrays (plans and the prefetcher)."""
+    return {h for t in _parts(settings, embedder_tag) for h in t["content_hash"].to_pylist()}
 
 
 def clear_prefetched(settings: Settings, embedder_tag: str) -> None:
@@ -70,7 +79,7 @@ class Prefetcher:
     def __init__(self, settings: Settings, embedder: Embedder, known: set[str], log: Log):
         self.settings, self.embedder, self.log = settings, embedder, log
         self.dir = prefetch_dir(settings, embedder.tag)
-        self.seen = set(known) | set(load_prefetched(settings, embedder.tag))
+        self.seen = set(known) | prefetched_hashes(settings, embedder.tag)
         self.stats = PrefetchStats()
         self._queue: queue.Queue[tuple[str, str]] = queue.Queue()
         self._stop = threading.Event()

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from ragpipe.embed import store
 from ragpipe.embed.embedders import Embedder, LazyEmbedder, load_embedder
-from ragpipe.embed.prefetch import load_prefetched
+from ragpipe.embed.prefetch import prefetched_hashes
 from ragpipe.embed.stage import chunk_text_loader, current_chunk_keys, embed_chunks
 from ragpipe.ingest import shard_of
 from ragpipe.settings import Settings
@@ -66,7 +66,7 @@ def plan_embed_shards(
     the staging directory and counts."""
     emb = embedder or LazyEmbedder(settings.embedder, settings.models_dir)  # the plan needs the tag, not the model
     table = store.open_table(store.open_store(settings), emb.tag, lambda: emb.dims)
-    waiting = set(load_prefetched(settings, emb.tag))  # embedded while parsing: the merge takes them as they are
+    waiting = prefetched_hashes(settings, emb.tag)  # embedded while parsing: the merge takes them as they are
     fresh = [
         store.ChunkKey(**k)
         for k in store.diff_vectors(table, current_chunk_keys(con, settings.chunker_tag)).fresh_keys().to_pylist()

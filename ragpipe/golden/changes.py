@@ -60,8 +60,17 @@ class Notes:
     added: dict[str, str] = field(default_factory=dict)  # subject -> the version it was new in
     latest: tuple[int, ...] = (0,)  # the newest version any note names: the documentation's own
 
+    naming: dict[str, list[Sentence]] = field(default_factory=dict)  # version -> the sentences that name it
+
     def of(self, subject: str) -> set[str]:
         return self.versions.get(subject, set())
+
+    def naming_version(self, version: str, sentences: list[Sentence]) -> list[Sentence]:
+        """The sentences that name a version, searched once per version (many notes ask about the same one)."""
+        if version not in self.naming:
+            pattern = version_pattern(version)
+            self.naming[version] = [s for s in sentences if pattern.search(s.text)]
+        return self.naming[version]
 
 
 def change_notes(rows: Iterable[tuple[str, str, str]]) -> Notes:
@@ -146,7 +155,7 @@ def search_change(c: Candidate, version: str, notes: Notes, sentences: list[Sent
     are chosen so); a sentence anywhere that names the version and the subject may."""
     number = version.split()[-1]
     pattern = version_pattern(number)
-    naming = [s for s in sentences if pattern.search(s.text)]
+    naming = notes.naming_version(number, sentences)
     answer = next(change_answer(c, number, naming), None)
     own = ", ".join(sorted(notes.of(c.subject), key=_number))
     reason = (
