@@ -342,3 +342,24 @@ def test_suggested_tests_are_proposed_with_evidence_accepted_and_run(
     assert sorted(decided) == sorted(
         [(accept[0], "accepted", "neg_17"), (accept[1], "accepted", "pos_28"), (rejected, "rejected", None)]
     )
+
+
+def test_interleaved_runs_each_judge_their_own_eval_run(proj: Project) -> None:
+    """Two processes' graph runs interleave (two `ragpipe ci` at once): the verdicts step of the run that started
+    first judges its own eval run, not the other's later one (which it would fork under its own id, a duplicate)."""
+    from ragpipe import evaluate
+    from ragpipe.embed import load_embedder
+    from ragpipe.warehouse import connect
+
+    s = proj.settings()
+    emb = load_embedder(s.embedder, s.models_dir)
+    with connect(s.duckdb_path) as con:
+        for run in ("run-a", "run-b"):
+            evaluate.retrieve_stage(s, con, run, embedder=emb)
+            evaluate.answer_stage(s, con, run)
+        evaluate.verdict_stage(s, con, "run-b")
+        stats = evaluate.verdict_stage(s, con, "run-a")
+        again = evaluate.verdict_stage(s, con, "run-a")  # a retry of the step judges the same eval run again
+        judged = dict(con.execute("SELECT eval_run_id, verdict_run_id FROM eval_runs").fetchall())
+    assert stats["eval_run_id"] == again["eval_run_id"] == "run-a"
+    assert judged["run-a"] == "run-a" and judged["run-b"] == "run-b"

@@ -68,7 +68,7 @@ def answer_stage(
 ) -> dict[str, Any]:
     """Answer every question of the latest eval run from its retrieved chunks (a new eval run when that one was
     already judged: the answerer changed, or the nightly run re-answers)."""
-    eval_run_id = latest_eval_run(con, "TRUE")
+    eval_run_id = latest_eval_run(con, "TRUE", run_id)
     if judged_elsewhere(con, eval_run_id, run_id):
         eval_run_id = fork_eval_run(con, eval_run_id, run_id, trigger, answers=False)
     questions = dict(con.execute("SELECT question_id, question FROM golden_tests").fetchall())

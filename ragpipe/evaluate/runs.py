@@ -22,8 +22,13 @@ def progress_line(what: str, done: int, total: int, elapsed_s: float, last: str 
     return f"{what} {done}/{total}{f' ({last})' if last else ''}: {elapsed_s:.0f} s elapsed, about {eta} left"
 
 
-def latest_eval_run(con: duckdb.DuckDBPyConnection, where: str) -> str:
-    row = con.execute(f"SELECT eval_run_id FROM eval_runs WHERE {where} ORDER BY started_at DESC LIMIT 1").fetchone()
+def latest_eval_run(con: duckdb.DuckDBPyConnection, where: str, run_id: str) -> str:
+    """The eval run this graph run made (its retrievals, or an earlier attempt of this step forked it) when it is
+    ready for the stage; otherwise the latest one ready. Another process's run that started later is not ours."""
+    row = con.execute(
+        f"SELECT eval_run_id FROM eval_runs WHERE {where} ORDER BY eval_run_id = ? DESC, started_at DESC LIMIT 1",
+        [run_id],
+    ).fetchone()
     if row is None:
         raise RuntimeError("no eval run is ready for this stage; materialize `retrievals` first")
     return row[0]

@@ -170,7 +170,7 @@ def verdict_stage(
 ) -> dict[str, Any]:
     """Judge every test of the latest answered eval run: pass, fail, did_not_run or error, plus unverified (a new
     eval run when that one was already judged by another run: the judge or the verdict rule changed)."""
-    eval_run_id = latest_eval_run(con, "answered_run_id IS NOT NULL")
+    eval_run_id = latest_eval_run(con, "answered_run_id IS NOT NULL", run_id)
     if judged_elsewhere(con, eval_run_id, run_id):
         eval_run_id = fork_eval_run(con, eval_run_id, run_id, trigger, answers=True)
     run = con.execute("SELECT chunker_tag, embedder_tag FROM eval_runs WHERE eval_run_id = ?", [eval_run_id]).fetchone()
