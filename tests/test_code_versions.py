@@ -18,7 +18,7 @@ BUNDLED = {
     "answers": "v1-b20b0821df",
     "chunks": "v1-110dcebedc",
     "corpus": "v1-13a7ea8327",
-    "documents": "v1-aa8b566cfe",
+    "documents": "v2-aa8b566cfe",  # v2: sentence boundaries from spaCy's senter
     "embeddings": "v1-43ad3754e1",
     "golden_set": "v1-ab6be096aa-257bdb40da",  # -<golden file hash>, since the restamp of 5efe909
     "golden_suggestions": "v1-8ef1a62827",  # new: proposed tests (on demand)
@@ -35,7 +35,7 @@ VARIANT = {
     "answers": "v1-19a549e02c",
     "chunks": "v1-dda48fa552",
     "corpus": "v1-22ba604a42",
-    "documents": "v1-9b21c825b1",
+    "documents": "v2-9b21c825b1",
     "embeddings": "v1-c25eab11d9",
     "golden_set": "v1-ab6be096aa-257bdb40da",  # -<golden file hash>, since the restamp of 5efe909
     "golden_suggestions": "v1-aca241ef4e",
@@ -55,7 +55,7 @@ STAGES_BUNDLED = {
     "corpus": "v1-13a7ea8327",
     "embedder": "v1-43ad3754e1",
     "golden": "v1-ab6be096aa",
-    "parser": "v1-aa8b566cfe",
+    "parser": "v2-aa8b566cfe",
     "retriever": "v2-c4fa7b0471",
     "verdict": "v6-675ad69aa7",
 }
@@ -66,7 +66,7 @@ STAGES_VARIANT = {
     "corpus": "v1-22ba604a42",
     "embedder": "v1-c25eab11d9",
     "golden": "v1-ab6be096aa",
-    "parser": "v1-9b21c825b1",
+    "parser": "v2-9b21c825b1",
     "retriever": "v2-31999abf66",
     "verdict": "v6-e194e5e319-judge1",
 }
