@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import ragpipe.embed as embed
+import ragpipe.embed.embedders as embedders
 import ragpipe.embed.model_build as model_build
 from ragpipe.settings import EmbedderSettings
 
@@ -163,3 +164,18 @@ def test_failed_build_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_onnx_embedder_needs_cpu(models_dir: Path) -> None:
     with pytest.raises(ValueError, match="CPU"):
         embed.load_embedder(EmbedderSettings(name="minilm-onnx", device="cuda"), models_dir)
+
+
+@pytest.mark.parametrize("name", ["minilm-onnx", "minilm-onnx-int8"])
+def test_every_core_runs_its_own_inference_and_the_vectors_are_the_same(
+    name: str, models_dir: Path, onnx_int8: embed.OnnxEmbedder, sentences: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """threads = 0 on a machine of 3 cores: three single-threaded runs side by side, the vectors in input order and
+    equal to one single-threaded run's, whatever the batch (many more texts than one length-sorted slice)."""
+    monkeypatch.setattr(embedders, "usable_cpus", lambda: 3)
+    cfg = EmbedderSettings(name=name, batch_size=8)
+    wide = embedders.kind_of(cfg).load(cfg, models_dir, 0)
+    single = embedders.kind_of(cfg).load(cfg, models_dir, 1)
+    assert wide._lanes is not None and wide._lanes._max_workers == 3 and single._lanes is None
+    texts = [f"{s} ({i})" for i in range(15) for s in sentences]  # 300 texts: several slices of 256
+    assert np.array_equal(wide.encode(texts), single.encode(texts))

@@ -145,7 +145,7 @@ class OnnxEmbedder:
     cache_dir: Path
     int8: bool = False
     batch_size: int = 64
-    threads: int = 0  # intra-op threads; 0: every usable core
+    threads: int = 0  # CPU threads; 0: every usable core, as that many single-threaded runs side by side
     tag: str = ""
     dims: int = 0
     max_seq_length: int = 256
@@ -153,6 +153,7 @@ class OnnxEmbedder:
     built: bool = False  # True when this instance had to export/quantize (False: the cached build was reused)
     _session: Any = field(default=None, repr=False)
     _tokenizer: Any = field(default=None, repr=False)
+    _lanes: Any = field(default=None, repr=False)  # a thread pool: one single-threaded run per core
 
     def __post_init__(self) -> None:
         import onnxruntime as ort
@@ -164,24 +165,35 @@ class OnnxEmbedder:
         self.max_seq_length = max_seq_length(source)
         self.model_file, fp, self.built = build_minilm_onnx(self.cache_dir, int8=self.int8)
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = self.threads or usable_cpus()
+        # With every core (threads = 0), each runs its own single-threaded inference: a text at a time (int8) is too
+        # small a product for intra-op threads to share well (bench/README.md, "Embedding speed": 2 single-threaded
+        # runs side by side took 0.74x the time of one 2-thread run; fp32 the same). A set thread count keeps one run.
+        lanes = usable_cpus() if not self.threads else 1
+        opts.intra_op_num_threads = self.threads or 1
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3
         self._session = ort.InferenceSession(str(self.model_file), opts, providers=["CPUExecutionProvider"])
         self._tokenizer = AutoTokenizer.from_pretrained(str(source))
+        if lanes > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._lanes = ThreadPoolExecutor(lanes, thread_name_prefix="ragpipe-onnx")
         self.dims = int(self._session.get_outputs()[0].shape[-1])
         self.tag = f"{'minilm-onnx-int8' if self.int8 else 'minilm-onnx'}-{fp}"
 
-    def _run(self, texts: list[str]) -> np.ndarray:
+    def _feeds(self, texts: list[str]) -> dict[str, np.ndarray]:
+        """Token ids and mask of one batch (tokenized on the calling thread: the tokenizer is not shared)."""
         import numpy as np
 
         enc = self._tokenizer(texts, padding=True, truncation=True, max_length=self.max_seq_length, return_tensors="np")
-        feeds = {
+        return {
             "input_ids": enc["input_ids"].astype(np.int64),
             "attention_mask": enc["attention_mask"].astype(np.int64),
         }
-        return self._session.run(None, feeds)[0]
+
+    def _infer(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        return self._session.run(None, feeds)[0]  # ONNX Runtime's run is safe to call from several threads
 
     def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:
         import numpy as np
@@ -189,7 +201,9 @@ class OnnxEmbedder:
         rows = 1 if self.int8 else self.batch_size  # see ONNX_INT8_PARAMS: int8 vectors must not depend on batch-mates
 
         def fn(part: list[str]) -> np.ndarray:  # part is length-sorted: consecutive batches pad little
-            return np.concatenate([self._run(part[i : i + rows]) for i in range(0, len(part), rows)])
+            feeds = [self._feeds(part[i : i + rows]) for i in range(0, len(part), rows)]
+            out = self._lanes.map(self._infer, feeds) if self._lanes is not None else map(self._infer, feeds)
+            return np.concatenate(list(out))
 
         return _batched_encode(fn, texts, self.batch_size, progress)
 
