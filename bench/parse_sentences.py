@@ -73,14 +73,11 @@ def main() -> None:
             elements[pipeline] = got["elements"]
     base = elements["parser"]
     n = sum(len(v) for v in base.values())
-    differ = {
-        p: sum(
-            max(len(base[f]), len(elements[p][f]))
-            - sum(a == tuple(b) for a, b in zip(map(tuple, base[f]), elements[p][f]))
-            for f in files
-        )
-        for p in PIPELINES
-    }
+
+    def changed(a: list, b: list) -> int:  # elements (type, text) at the same place that differ, or missing
+        return sum(x != y for x, y in zip(a, b)) + abs(len(a) - len(b))
+
+    differ = {p: sum(changed(base[f], elements[p][f]) for f in files) for p in PIPELINES}
     print(f"{len(files)} files (HTML, Markdown, text up to {args.larger_than} MB), {n:,} elements under the parser")
     for p in PIPELINES:
         secs = ", ".join(f"{s:.1f}" for s in runs[p])
