@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets.automation import automation_sensor
-from assets.cluster import build_executor
-from assets.compare import compare_job
-from assets.currency import build_currency_checks, checked_keys, currency_sensor
-from assets.embed import build_embeddings
-from assets.evaluate import build_eval_assets
-from assets.ingest import build_ingest_assets
-from assets.monitor import build_monitor_assets, build_traces_sensor
-from assets.niah import build_niah_assets
-from assets.resources import RagpipeResource, StagingIOManager
-from assets.sensors import build_corpus_sensor, build_nightly_schedule
-from assets.staleness import ON_DEMAND_GROUPS
-from assets.subject import build_subject
-from assets.suggest import build_suggestions
+from ragpipe.assets.automation import automation_sensor
+from ragpipe.assets.cluster import build_executor
+from ragpipe.assets.compare import compare_job
+from ragpipe.assets.currency import build_currency_checks, checked_keys, currency_sensor
+from ragpipe.assets.embed import build_embeddings
+from ragpipe.assets.evaluate import build_eval_assets
+from ragpipe.assets.ingest import build_ingest_assets
+from ragpipe.assets.monitor import build_monitor_assets, build_traces_sensor
+from ragpipe.assets.niah import build_niah_assets
+from ragpipe.assets.resources import RagpipeResource, StagingIOManager
+from ragpipe.assets.sensors import build_corpus_sensor, build_nightly_schedule
+from ragpipe.assets.staleness import ON_DEMAND_GROUPS
+from ragpipe.assets.subject import build_subject
+from ragpipe.assets.suggest import build_suggestions
 from ragpipe.settings import is_remote_uri, load_settings, settings_path
 
 # Dagster's console logger, at INFO unless a run's config asks for more: `make ui` shows progress, not every event

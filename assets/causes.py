@@ -6,11 +6,10 @@ import datetime as dt
 from typing import Any
 
 import dagster as dg
-from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
-from dagster._core.definitions.data_version import StaleCause, StaleCauseCategory
 
-from assets.inputs import CHANGE, SETTINGS, TESTS, json_entry
-from assets.triggers import trigger_of
+from ragpipe.assets.dagster_internals import BaseAssetGraph, StaleCause, StaleCauseCategory
+from ragpipe.assets.inputs import CHANGE, SETTINGS, TESTS, json_entry
+from ragpipe.assets.triggers import trigger_of
 from ragpipe.core import keyed_diff, settings_diff
 
 CORPUS = dg.AssetKey("corpus")

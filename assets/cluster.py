@@ -5,7 +5,7 @@ database, only the staging and, for parsing, the files to parse) go to Celery's 
 worker serves. Every other step (the "duckdb" pool's plans, merges and stages, and the checks that read the warehouse)
 goes to `[scale].warehouse_queue`, served only by the worker on the machine that holds the DuckDB file. The routing
 follows the tags each step already carries, so it is part of the job, not of a deployment script.
-Workers: `celery -A assets.worker worker ...` (docs/scaling.md).
+Workers: `celery -A ragpipe.assets.worker worker ...` (docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import dagster as dg
-from dagster._core.definitions.executor_definition import multiple_process_executor_requirements
-from dagster._core.execution.retries import RetryMode
 from dagster_celery.executor import CeleryExecutor, _submit_task
 
+from ragpipe.assets.dagster_internals import retries_disabled
 from ragpipe.core import RagpipeError
 from ragpipe.settings import ScaleSettings, Settings
 
@@ -89,7 +88,7 @@ class RoutedCeleryExecutor(CeleryExecutor):
     def __init__(self, scale: ScaleSettings) -> None:
         url = broker_url(scale)
         super().__init__(
-            retries=RetryMode(RetryMode.DISABLED),
+            retries=retries_disabled(),
             broker=url,
             backend=url,
             config_source=app_config(scale),
@@ -111,7 +110,7 @@ def build_executor(settings: Settings) -> dg.ExecutorDefinition | None:
         return None
     scale = settings.scale
 
-    @dg.executor(name="ragpipe_celery", requirements=multiple_process_executor_requirements())
+    @dg.executor(name="ragpipe_celery", requirements=dg.multiple_process_executor_requirements())
     def ragpipe_celery(_init_context: Any) -> RoutedCeleryExecutor:
         return RoutedCeleryExecutor(scale)
 

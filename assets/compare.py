@@ -4,7 +4,8 @@ from typing import Any
 
 import dagster as dg
 
-from assets.resources import RagpipeResource
+from ragpipe.assets.errors import door
+from ragpipe.assets.resources import RagpipeResource
 from ragpipe.reports import Comparison, candidate_settings, render_comparison_markdown, run_comparison
 
 
@@ -17,6 +18,7 @@ class CompareConfig(dg.Config):
     description="Evaluate a candidate configuration in a scratch warehouse and compare it with the latest "
     "judged run; only the comparisons tables of the warehouse are written."
 )
+@door
 def compare(context: dg.OpExecutionContext, config: CompareConfig, ragpipe: RagpipeResource) -> Any:
     from pathlib import Path
 

@@ -13,9 +13,10 @@ result only when it changes; the same check runs at the end of a run that select
 from typing import Any, Iterator
 
 import dagster as dg
-from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
 
-from assets.staleness import AssetState, asset_states, on_demand_keys
+from ragpipe.assets.dagster_internals import BaseAssetGraph
+from ragpipe.assets.errors import door
+from ragpipe.assets.staleness import AssetState, asset_states, on_demand_keys
 
 CHECK_NAME = "inputs_current"
 CHECK_DESCRIPTION = (
@@ -136,6 +137,7 @@ def build_currency_checks(graph_keys: list[dg.AssetKey]) -> dg.AssetChecksDefini
         specs=[dg.AssetCheckSpec(CHECK_NAME, asset=k, description=CHECK_DESCRIPTION) for k in graph_keys],
         can_subset=True,
     )
+    @door
     def inputs_current(context: dg.AssetCheckExecutionContext) -> Iterator[dg.AssetCheckResult]:
         results = evaluate_currency(context.op_execution_context.job_def.asset_layer.asset_graph, context.instance)
         for check_key in context.selected_asset_check_keys:

@@ -6,12 +6,13 @@ from typing import Any
 
 import dagster as dg
 
-from assets.automation import RAGPIPE_CONDITION
-from assets.cluster import shard_tags
-from assets.ingest import GROUP, data_version, prepare_embedder
-from assets.inputs import recorded_inputs
-from assets.resources import RagpipeResource
 from ragpipe import embed
+from ragpipe.assets.automation import RAGPIPE_CONDITION
+from ragpipe.assets.cluster import shard_tags
+from ragpipe.assets.errors import door
+from ragpipe.assets.ingest import GROUP, data_version, prepare_embedder
+from ragpipe.assets.inputs import recorded_inputs
+from ragpipe.assets.resources import RagpipeResource
 from ragpipe.core import usable_cpus
 from ragpipe.settings import Settings
 from ragpipe.versions import code_version
@@ -48,6 +49,7 @@ def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.Asse
     if shards <= 1:
 
         @dg.asset(deps=[chunks], pool="duckdb", **common)
+        @door
         def embeddings(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
             s = ragpipe.settings()
             prepare_embedder(context, s)
@@ -60,6 +62,7 @@ def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.Asse
         return embeddings
 
     @dg.op(name="embed_plan", pool="duckdb", ins={"start": dg.In(dg.Nothing)})
+    @door
     def embed_plan(context: dg.OpExecutionContext, ragpipe: RagpipeResource) -> str:
         """Which texts need a vector, one work file per shard (reads DuckDB and LanceDB)."""
         s = ragpipe.settings()
@@ -69,6 +72,7 @@ def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.Asse
 
     def shard_op(i: int) -> dg.OpDefinition:
         @dg.op(name=f"embed_shard_{i}", tags=shard_tags(i, shards))
+        @door
         def embed_shard(context: dg.OpExecutionContext, ragpipe: RagpipeResource, stage: str) -> str:
             """One shard's vectors into the staging directory; touches no database, so shards run in parallel."""
             # Shards of one run share this machine's cores under the multiprocess executor; on a cluster executor
@@ -81,6 +85,7 @@ def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.Asse
         return embed_shard
 
     @dg.op(name="embed_merge", pool="duckdb")
+    @door
     def embed_merge(context: dg.OpExecutionContext, ragpipe: RagpipeResource, stages: list[str]) -> dg.Output:
         """Every shard's vectors into the LanceDB table (content-hash sync: any order gives the same table)."""
         s = ragpipe.settings()

@@ -6,13 +6,14 @@ from typing import Any, Iterator
 
 import dagster as dg
 
-from assets.automation import RAGPIPE_CONDITION, RETRY_POLICY
-from assets.inputs import recorded_inputs
-from assets.resources import RagpipeResource
-from assets.tables import named, table_of_tests
-from assets.triggers import trigger_of
 from ragpipe import evaluate
-from ragpipe.core import INPUT_ERRORS, REWRITES_FILE, VERDICTS
+from ragpipe.assets.automation import RAGPIPE_CONDITION, RETRY_POLICY
+from ragpipe.assets.errors import door
+from ragpipe.assets.inputs import recorded_inputs
+from ragpipe.assets.resources import RagpipeResource
+from ragpipe.assets.tables import named, table_of_tests
+from ragpipe.assets.triggers import trigger_of
+from ragpipe.core import REWRITES_FILE, VERDICTS
 from ragpipe.reports import changes_table, load_summary, render_markdown
 from ragpipe.settings import Settings
 from ragpipe.versions import code_version
@@ -53,10 +54,7 @@ def _recorded(context: dg.AssetExecutionContext, con: Any) -> Iterator[None]:
         yield
     except Exception as exc:
         evaluate.record_failure(con, context.run.run_id, context.asset_key.to_user_string(), exc)
-        if type(exc).__name__ in INPUT_ERRORS:
-            # The error itself as the run's first message, and no retry: the same input fails the same way.
-            raise dg.Failure(description=f"{type(exc).__name__}: {exc}", allow_retries=False) from exc
-        raise
+        raise  # an InputError leaves through the door (ragpipe.assets.errors): never retried
 
 
 def _golden_set(settings: Settings) -> dg.AssetsDefinition:
@@ -75,6 +73,7 @@ def _golden_set(settings: Settings) -> dg.AssetsDefinition:
         description="The golden set file, validated: every problem is listed with file, line and field, and a "
         "broken file fails this asset.",
     )
+    @door
     def golden_set(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
@@ -113,6 +112,7 @@ def _stamps(settings: Settings, golden_set: dg.AssetsDefinition, severity: Any) 
         "split or missing.",
         check_specs=[dg.AssetCheckSpec("anchors_found", asset="stamps", description=STAMP_CHECK)],
     )
+    @door
     def stamps(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
@@ -159,6 +159,7 @@ def _retrievals(settings: Settings, stamps: dg.AssetsDefinition) -> dg.AssetsDef
         description=f"Top-{settings.retriever.k} {settings.retriever.mode} retrieval for every question, with hit@k, "
         "MRR and recall@k over the anchors.",
     )
+    @door
     def retrievals(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
@@ -186,6 +187,7 @@ def _answers(settings: Settings, retrievals: dg.AssetsDefinition) -> dg.AssetsDe
         retry_policy=RETRY_POLICY,
         description=f"Answers from the '{settings.answerer.kind}' answerer with latency and token counts.",
     )
+    @door
     def answers(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
@@ -267,6 +269,7 @@ def _verdicts(settings: Settings, answers: dg.AssetsDefinition, severity: Any) -
         "embedder.",
         check_specs=[dg.AssetCheckSpec(name, asset="verdicts", description=d) for name, d in CHECKS.items()],
     )
+    @door
     def verdicts(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:

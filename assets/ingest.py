@@ -8,11 +8,12 @@ from typing import Any
 
 import dagster as dg
 
-from assets.automation import RAGPIPE_CONDITION
-from assets.cluster import shard_tags
-from assets.inputs import CHANGE, recorded_inputs
-from assets.resources import RagpipeResource
 from ragpipe import embed, ingest
+from ragpipe.assets.automation import RAGPIPE_CONDITION
+from ragpipe.assets.cluster import shard_tags
+from ragpipe.assets.errors import door
+from ragpipe.assets.inputs import CHANGE, recorded_inputs
+from ragpipe.assets.resources import RagpipeResource
 from ragpipe.settings import Settings
 from ragpipe.versions import code_version
 
@@ -62,6 +63,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         automation_condition=RAGPIPE_CONDITION,
         description="Files under the corpus directory with their SHA-256 (symlinks leaving it are not followed).",
     )
+    @door
     def corpus(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
@@ -93,6 +95,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         description=f"Chunks under the '{settings.chunker.strategy}' chunker with deterministic, content-addressed ids "
         "and exact character spans into the document text.",
     )
+    @door
     def chunks(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
@@ -133,6 +136,7 @@ def build_documents(settings: Settings, corpus: dg.AssetsDefinition) -> dg.Asset
     if shards <= 1:
 
         @dg.asset(deps=[corpus], pool="duckdb", **common)
+        @door
         def documents(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
             s = ragpipe.settings()
             if s.scale.embed_while_parsing:
@@ -145,6 +149,7 @@ def build_documents(settings: Settings, corpus: dg.AssetsDefinition) -> dg.Asset
         return documents
 
     @dg.op(name="parse_plan", pool="duckdb", ins={"start": dg.In(dg.Nothing)})
+    @door
     def parse_plan(context: dg.OpExecutionContext, ragpipe: RagpipeResource) -> str:
         """Which files need parsing, one work file per shard (reads DuckDB)."""
         with ragpipe.warehouse() as con:
@@ -152,6 +157,7 @@ def build_documents(settings: Settings, corpus: dg.AssetsDefinition) -> dg.Asset
 
     def shard_op(i: int) -> dg.OpDefinition:
         @dg.op(name=f"parse_shard_{i}", tags=shard_tags(i, shards))
+        @door
         def parse_one_shard(context: dg.OpExecutionContext, ragpipe: RagpipeResource, stage: str) -> str:
             """One shard's files parsed into the staging directory; touches no database, so shards run in parallel."""
             # Shards of one run share this machine's cores and memory under the multiprocess executor; on a cluster
@@ -166,6 +172,7 @@ def build_documents(settings: Settings, corpus: dg.AssetsDefinition) -> dg.Asset
         return parse_one_shard
 
     @dg.op(name="parse_merge", pool="duckdb")
+    @door
     def parse_merge(context: dg.OpExecutionContext, ragpipe: RagpipeResource, stages: list[str]) -> dg.Output:
         """Every shard's results into DuckDB in path order (the same rows whatever the shard count or order)."""
         with ragpipe.warehouse() as con:

@@ -10,9 +10,10 @@ from typing import Any
 
 import dagster as dg
 
-from assets.niah import markdown_image
-from assets.resources import RagpipeResource
-from assets.sensors import QUIET
+from ragpipe.assets.errors import door
+from ragpipe.assets.niah import markdown_image
+from ragpipe.assets.resources import RagpipeResource
+from ragpipe.assets.sensors import QUIET
 from ragpipe.settings import Settings
 
 GROUP = "monitor"
@@ -39,6 +40,7 @@ def build_monitor_assets(settings: Settings) -> tuple[dg.AssetsDefinition, dg.As
         "named), with the refusal, citation hit and correction rates per day and app version (views monitor_daily "
         "and monitor_trap_hits). Run by the traces sensor when files change.",
     )
+    @door
     def production_traces(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         from ragpipe.monitor import DAILY_COLUMNS, daily_rows, days, ingest_traces, judge, rates_figure
         from ragpipe.warehouse import format_rows
@@ -71,6 +73,7 @@ def build_monitor_assets(settings: Settings) -> tuple[dg.AssetsDefinition, dg.As
         description="Warns when the latest day's refusal, citation hit or correction rate leaves its recent interval "
         "([monitor].window_days before it): the intervals apart and outside the days' own range.",
     )
+    @door
     def rates_within_recent_interval(ragpipe: RagpipeResource) -> dg.AssetCheckResult:
         from ragpipe.monitor import days, judge
 

@@ -21,7 +21,8 @@ from typing import Any
 
 import dagster as dg
 
-from assets.resources import RagpipeResource
+from ragpipe.assets.errors import door
+from ragpipe.assets.resources import RagpipeResource
 from ragpipe.settings import Settings
 
 GROUP = "niah"
@@ -106,6 +107,7 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         description="Filler haystacks per (length, repetition) from the configured corpus or [niah].haystack_dir, "
         "counted with the named local tokenizer; the same seed gives the same haystacks." + ON_DEMAND,
     )
+    @door
     def niah_haystacks(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         from ragpipe.niah import build_haystacks
 
@@ -123,6 +125,7 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         description="Every length x depth x repetition x needle type x question method, on the retrieval and the "
         "full-context subjects: one niah_trials row per trial and subject." + ON_DEMAND,
     )
+    @door
     def niah_trials(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         from ragpipe.niah import run_trials
 
@@ -150,6 +153,7 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         description="One figure per subject (metrics side by side, length x depth, n and 95% intervals, overflow marked), "
         "effective context length and positional bias raised only when the intervals support them." + ON_DEMAND,
     )
+    @door
     def niah_report(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         from ragpipe.niah import render_text, report
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import dagster as dg
 
-from assets import build_definitions
-from assets.staleness import AssetState, asset_states, last_failure, on_demand_keys, step_error
+from ragpipe.assets import build_definitions
+from ragpipe.assets.staleness import AssetState, asset_states, last_failure, on_demand_keys, step_error
 
 __all__ = ["AssetState", "asset_states", "last_failure", "step_error", "materialize", "materialize_stale"]
 
@@ -57,10 +57,8 @@ def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
     A killed run stays STARTED and keeps its "duckdb" pool slot (dagster.yaml: limit 1), so without this every
     later run on the instance waits for that slot forever. Only runs started by `materialize` on this host.
     """
-    from dagster._core.storage.dagster_run import DagsterRunStatus
-
     released = []
-    statuses = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
+    statuses = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
     for run in instance.get_runs(filters=dg.RunsFilter(statuses=statuses, tags={HOST_TAG: socket.gethostname()})):
         pid = int(run.tags.get(PID_TAG) or 0)
         if not pid or _pid_alive(pid):

@@ -4,8 +4,8 @@ from typing import Any
 
 import dagster as dg
 
-from assets.resources import RagpipeResource
-from assets.staleness import ON_DEMAND_GROUPS
+from ragpipe.assets.resources import RagpipeResource
+from ragpipe.assets.staleness import ON_DEMAND_GROUPS
 from ragpipe.ingest import scan_corpus
 from ragpipe.settings import Settings
 

@@ -7,25 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
-from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
-from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
-from dagster._core.loader import LoadingContext
 
-from assets.causes import explain
-
-
-class _Loading(LoadingContext):
-    def __init__(self, instance: dg.DagsterInstance):
-        self._instance = instance
-        self._loaders: dict = {}
-
-    @property
-    def instance(self) -> dg.DagsterInstance:
-        return self._instance
-
-    @property
-    def loaders(self) -> dict:
-        return self._loaders
+from ragpipe.assets.causes import explain
+from ragpipe.assets.dagster_internals import BaseAssetGraph, StaleStatus, stale_status_resolver
 
 
 @dataclass(frozen=True)
@@ -48,15 +32,13 @@ def last_failure(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None:
     """When the newest run that planned to materialize `key` failed at it: its error's first line, the run and time."""
     import datetime as dt
 
-    from dagster._core.events import DagsterEventType
-
     info = instance.get_latest_planned_materialization_info(key)
     if info is None:
         return None
     latest = instance.get_latest_materialization_event(key)
     if latest is not None and latest.run_id == info.run_id:
         return None
-    for record in instance.all_logs(info.run_id, of_type=DagsterEventType.STEP_FAILURE):
+    for record in instance.all_logs(info.run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
         ev = record.dagster_event
         if (
             ev is None
@@ -84,7 +66,7 @@ def on_demand_keys(graph: BaseAssetGraph) -> set[dg.AssetKey]:
 
 def asset_states(graph: BaseAssetGraph, instance: dg.DagsterInstance) -> list[AssetState]:
     """Every asset in dependency order with its own status, and 'stale-upstream' where an ancestor needs a run."""
-    resolver = CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=_Loading(instance))
+    resolver = stale_status_resolver(instance, graph)
     states: dict[dg.AssetKey, AssetState] = {}
     skip = on_demand_keys(graph)
     for key in graph.toposorted_asset_keys:

@@ -8,8 +8,9 @@ from typing import Any
 
 import dagster as dg
 
-from assets.resources import RagpipeResource
 from ragpipe import evaluate
+from ragpipe.assets.errors import door
+from ragpipe.assets.resources import RagpipeResource
 from ragpipe.settings import Settings
 
 KEY = "subject"
@@ -32,6 +33,7 @@ def build_subject(settings: Settings) -> tuple[list[Any], list[dg.SensorDefiniti
         description=f"The app under test ({settings.subject.kind}): its identity is this source's data version; a "
         "deploy that changes it makes the evaluation stale. Observed by subject_sensor.",
     )
+    @door
     def subject(ragpipe: RagpipeResource) -> dg.ObserveResult:
         seen = evaluate.observe_subject(ragpipe.settings())
         return dg.ObserveResult(data_version=dg.DataVersion(seen.version), metadata=_metadata(seen))

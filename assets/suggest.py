@@ -6,8 +6,9 @@ import json
 
 import dagster as dg
 
-from assets.resources import RagpipeResource
-from assets.tables import table_of_tests
+from ragpipe.assets.errors import door
+from ragpipe.assets.resources import RagpipeResource
+from ragpipe.assets.tables import table_of_tests
 from ragpipe.settings import Settings
 
 GROUP = "authoring"
@@ -45,6 +46,7 @@ def build_suggestions(settings: Settings) -> dg.AssetsDefinition:
         "warehouse; accept with `ragpipe golden suggest --accept ID`. On demand (Materialize here, or `ragpipe "
         "golden suggest`); never run by the automation, the sensors or the schedule.",
     )
+    @door
     def golden_suggestions(
         context: dg.AssetExecutionContext, config: SuggestConfig, ragpipe: RagpipeResource
     ) -> dg.MaterializeResult:

@@ -39,7 +39,7 @@ from test_cluster import (  # noqa: E402
 from test_postgres_instance import pg_binaries, throwaway_cluster  # noqa: E402
 from test_s3_storage import KEY_ID, SENTINEL, S3Server, moto_server  # noqa: E402
 
-from assets.runner import materialize  # noqa: E402
+from ragpipe.assets.runner import materialize  # noqa: E402
 
 
 def one_configuration(

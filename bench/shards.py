@@ -21,8 +21,8 @@ import dagster as dg  # noqa: E402
 import numpy as np
 from _common import DEFAULT_DOCS, RESULTS, exclude_patterns, machine, select_files, write_json, write_settings
 
-from assets.runner import materialize  # noqa: E402
 from ragpipe import embed  # noqa: E402
+from ragpipe.assets.runner import materialize  # noqa: E402
 from ragpipe.embed import load_embedder  # noqa: E402
 from ragpipe.settings import load_settings  # noqa: E402
 

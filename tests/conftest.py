@@ -96,7 +96,7 @@ class Project:
         return load_settings(self.settings_file)
 
     def materialize(self, selection: list[str] | None = None) -> dg.ExecuteInProcessResult:
-        from assets.runner import materialize
+        from ragpipe.assets.runner import materialize
 
         result = materialize(str(self.settings_file), selection, self.instance)
         assert result.success, [str(e) for e in result.all_events if e.is_failure]

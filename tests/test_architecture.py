@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,10 +45,18 @@ LONG_BY_EXEMPTION: set[str] = set()  # "path::function" of a function allowed pa
 HEAVY = ("torch", "sentence_transformers", "lancedb", "unstructured", "transformers", "matplotlib", "pyarrow", "spacy")
 
 
-def _modules(package: str) -> dict[str, Path]:
-    base = ROOT / package
+DAGSTER_LAYER = "ragpipe.assets"  # ./assets, installed under ragpipe's name (pyproject.toml's package-dir)
+DAGSTER_INTERNALS = "ragpipe.assets.dagster_internals"  # the one module allowed to import `dagster._`
+PRIVATE_DAGSTER = re.compile(r"^dagster\._\w")
+
+
+def _modules(folder: str) -> dict[str, Path]:
+    """Module name -> file for the .py files under ROOT/folder (./assets is the module ragpipe.assets)."""
+    base = ROOT / folder
+    prefix = "ragpipe." if folder == "assets" else ""
     return {
-        ".".join(f.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): f for f in base.rglob("*.py")
+        prefix + ".".join(f.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): f
+        for f in base.rglob("*.py")
     }
 
 
@@ -83,8 +92,10 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def _unit(module: str) -> str | None:
-    """The ORDER unit a ragpipe module belongs to (None: ragpipe's own __init__, or not ragpipe)."""
+    """The ORDER unit a ragpipe module belongs to (None: ragpipe's own __init__, the Dagster layer, or not ragpipe)."""
     parts = module.split(".")
+    if module == DAGSTER_LAYER or module.startswith(DAGSTER_LAYER + "."):
+        return None
     return parts[1] if parts[0] == "ragpipe" and len(parts) > 1 else None
 
 
@@ -165,7 +176,10 @@ def test_no_unit_imports_a_later_one() -> None:
 def test_only_the_cli_reaches_the_dagster_layer() -> None:
     mods = {**_modules("ragpipe"), **_modules("assets")}
     reach = {
-        m for m, f in _modules("ragpipe").items() for dep in _imports(f, set(mods)) if dep.split(".")[0] == "assets"
+        m
+        for m, f in _modules("ragpipe").items()
+        for dep in _imports(f, set(mods))
+        if dep == DAGSTER_LAYER or dep.startswith(DAGSTER_LAYER + ".")
     }
     assert {m for m in reach if _unit(m) != "cli"} == set()
 
@@ -204,6 +218,24 @@ def test_no_import_circle(package: str) -> None:
     graph = {m: _imports(f, set(mods)) - {m} for m, f in mods.items()}
     # a package's __init__ is its own module: a submodule importing it is not a circle unless __init__ imports back
     assert _cycles(graph) == []
+
+
+def test_only_the_adapter_imports_dagster_private_api() -> None:
+    """`dagster._...` is Dagster's private API, free to change in any release: every use sits in one adapter module
+    (assets/dagster_internals.py), which names the public alternative of each and is checked by its own tests."""
+    bad = []
+    for module, path in [*_library_files(), *_modules("tests").items(), *_modules("bench").items()]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                names = [node.value]  # a module named in a string: `python -m dagster._daemon`
+            if module != DAGSTER_INTERNALS and any(PRIVATE_DAGSTER.match(n) for n in names):
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {names}")
+    assert bad == []
 
 
 def test_the_library_imports_without_dagster() -> None:

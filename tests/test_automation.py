@@ -8,9 +8,9 @@ import dagster as dg
 import pytest
 from conftest import Project, make_project
 
-from assets import build_definitions
-from assets.resources import RagpipeResource
-from assets.runner import asset_states, materialize
+from ragpipe.assets import build_definitions
+from ragpipe.assets.resources import RagpipeResource
+from ragpipe.assets.runner import asset_states, materialize
 
 pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.model]
 
@@ -166,6 +166,10 @@ def test_a_golden_set_that_always_fails_runs_once_and_waits_for_an_edit(
     failure = next(e for e in result.all_events if e.is_step_failure)
     assert failure.step_failure_data.error.cls_name == "Failure"
     assert "GoldenSetError" in failure.step_failure_data.error.message  # the error first, not a stack trace
+    from ragpipe.cli.common import failure_code, failure_lines
+    from ragpipe.core import EXIT_INPUT
+
+    assert failure_code(failure_lines(result)) == EXIT_INPUT  # `ragpipe ci` exits 2: fix the file
     for _ in range(3):
         requested, cursor = tick(p, cursor)
         assert requested == set()
@@ -186,13 +190,13 @@ def test_a_golden_set_that_always_fails_runs_once_and_waits_for_an_edit(
 def test_a_transient_failure_is_retried_in_the_run_a_bounded_number_of_times(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import assets.automation
+    import ragpipe.assets.automation
     import ragpipe.evaluate
 
-    monkeypatch.setattr(assets.automation, "RETRY_POLICY", dg.RetryPolicy(max_retries=2, delay=0.1))
-    import assets.evaluate
+    monkeypatch.setattr(ragpipe.assets.automation, "RETRY_POLICY", dg.RetryPolicy(max_retries=2, delay=0.1))
+    import ragpipe.assets.evaluate
 
-    monkeypatch.setattr(assets.evaluate, "RETRY_POLICY", assets.automation.RETRY_POLICY)
+    monkeypatch.setattr(ragpipe.assets.evaluate, "RETRY_POLICY", ragpipe.assets.automation.RETRY_POLICY)
     p = make_project(tmp_path / "auto")
     p.materialize()
     calls = []
@@ -234,7 +238,7 @@ def test_an_embedder_switch_builds_its_model_before_taking_the_writer_lock(
 
 def _currency_tick(p: Project) -> tuple[set[str], dict[str, tuple[bool, str]]]:
     """One tick of the real currency sensor; returns the assets it reported and every inputs_current result."""
-    from assets.currency import CHECK_NAME, currency_sensor
+    from ragpipe.assets.currency import CHECK_NAME, currency_sensor
 
     defs = build_definitions(str(p.settings_file))
     ctx = dg.build_sensor_context(instance=p.instance, repository_def=defs.get_repository_def())
@@ -258,7 +262,7 @@ def test_inputs_current_names_each_kind_of_change_in_the_users_words(tmp_path: P
     assert automation.run_tags == {"ragpipe/trigger": "settings"}
 
     # the corpus sensor saw the files change and its run started: nothing below the corpus is current until it syncs
-    from dagster._core.storage.dagster_run import DagsterRun
+    from dagster import DagsterRun
 
     tags = {"ragpipe/trigger": "corpus", "ragpipe/corpus_manifest": "0" * 16}
     queued = DagsterRun(job_name="corpus_change", run_id="feedc0de" * 4, status=dg.DagsterRunStatus.STARTED, tags=tags)

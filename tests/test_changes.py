@@ -12,7 +12,7 @@ import duckdb
 import pytest
 from conftest import Project, make_project
 
-from assets.runner import materialize_stale
+from ragpipe.assets.runner import materialize_stale
 from ragpipe.cli import main
 from ragpipe.reports import load_summary, render_junit, render_markdown, render_text
 from ragpipe.warehouse import connect, migrate

@@ -153,7 +153,7 @@ def start_worker(name: str, root: Path, queues: str, postgres: PgServer) -> Work
         "DAGSTER_HOME": str(root / "dagster_home"),
         "RAGPIPE_SETTINGS": str(root / "ragpipe.toml"),
     }
-    cmd = [sys.executable, "-m", "celery", "-A", "assets.worker", "worker", "-Q", queues, "-c", "1"]
+    cmd = [sys.executable, "-m", "celery", "-A", "ragpipe.assets.worker", "worker", "-Q", queues, "-c", "1"]
     cmd += ["-n", f"{name}@%h", "--without-gossip", "--without-mingle", "--loglevel", "INFO"]
     log = (root / "worker.log").open("wb")
     proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -218,7 +218,7 @@ def cluster(
     redis_url: str,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[ClusterRun]:
-    from assets.runner import materialize
+    from ragpipe.assets.runner import materialize
 
     base = tmp_path_factory.mktemp("cluster")
     wh = base / "wh"

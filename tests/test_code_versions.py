@@ -97,7 +97,7 @@ def _variant_settings() -> dict[str, Any]:
 
 
 def _code_versions(settings_file: Path) -> dict[str, str]:
-    from assets import build_definitions
+    from ragpipe.assets import build_definitions
 
     graph = build_definitions(str(settings_file)).resolve_asset_graph()
     return {key.to_user_string(): graph.get(key).code_version for key in graph.get_all_asset_keys()}

@@ -10,8 +10,8 @@ import dagster as dg
 import pytest
 from conftest import Project, make_project
 
-from assets import build_definitions
-from assets.runner import materialize_stale, run_compare
+from ragpipe.assets import build_definitions
+from ragpipe.assets.runner import materialize_stale, run_compare
 from ragpipe.cli import main
 from ragpipe.reports import Comparison, candidate_settings
 from ragpipe.settings import SettingsError

@@ -81,7 +81,7 @@ def write_instance(home: Path) -> None:
 
 def seed(p: Project, home: Path) -> str:
     """What `ragpipe demo` does: materialize the graph in-process into the instance `dagster dev` will serve."""
-    from assets.runner import materialize
+    from ragpipe.assets.runner import materialize
 
     with dg.DagsterInstance.from_config(str(home)) as instance:
         result = materialize(str(p.settings_file), sorted(ASSETS), instance, tags={"ragpipe/trigger": "test_seed"})

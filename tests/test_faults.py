@@ -202,7 +202,7 @@ def test_two_ci_processes_at_once(base: Path, tmp_path: Path) -> None:
 
     # Outcomes, not a schedule: every run succeeded; each process observed the corpus once; one or two graph runs
     # (a process whose observation waited for the other's writer lock finds everything fresh and launches none).
-    from dagster._core.storage.dagster_run import DagsterRunStatus
+    from dagster import DagsterRunStatus
 
     instance = dg.DagsterInstance.from_config(str(p.root))
     runs = instance.get_runs()

@@ -218,8 +218,8 @@ def test_recorded_traces_of_two_real_answerers_move_both_rates_on_the_broken_day
 
 
 def _defs_and_resources(s: Settings) -> tuple[dg.Definitions, dict[str, Any]]:
-    from assets import build_definitions
-    from assets.resources import RagpipeResource
+    from ragpipe.assets import build_definitions
+    from ragpipe.assets.resources import RagpipeResource
 
     return build_definitions(str(s.source)), {"ragpipe": RagpipeResource(settings_path=str(s.source))}
 

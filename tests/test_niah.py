@@ -307,8 +307,8 @@ def _trial_rows(con: Any, run_id: str) -> list[dict[str, Any]]:
 
 
 def test_retrieval_path_end_to_end_through_dagster_and_deterministic(tmp_path: Path) -> None:
-    from assets.niah import build_niah_assets
-    from assets.resources import RagpipeResource
+    from ragpipe.assets.niah import build_niah_assets
+    from ragpipe.assets.resources import RagpipeResource
     from ragpipe.niah import run_trials
     from ragpipe.warehouse import connect
 

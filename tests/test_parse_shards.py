@@ -159,7 +159,7 @@ def test_a_killed_shard_resumes_and_finished_shards_are_not_parsed_again(
 @pytest.mark.dagster
 def test_dagster_run_with_two_parse_shards(synced: Project, reference: dict[str, Any], tmp_path: Path) -> None:
     """The multiprocess executor (as the daemon and `ragpipe ci --multiprocess` run it): shards in two processes."""
-    from assets.runner import materialize
+    from ragpipe.assets.runner import materialize
 
     q = _copy(synced, tmp_path / "dg")
     with q.settings_file.open("a") as fh:

@@ -300,7 +300,7 @@ def test_ci_records_runs_and_materializations_in_postgres(deployment: Deployment
     assert "materialized" in ci.stdout, ci.stdout + ci.stderr
     first_s = time.monotonic() - t0
 
-    from dagster._core.storage.dagster_run import DagsterRunStatus
+    from dagster import DagsterRunStatus
 
     with dg.DagsterInstance.get() as instance:
         storages = (instance.run_storage, instance.event_log_storage, instance.schedule_storage)
@@ -335,7 +335,7 @@ def test_ci_records_runs_and_materializations_in_postgres(deployment: Deployment
 def dagster_daemon(d: Deployment) -> Iterator[Path]:
     """`dagster-daemon run` on the project's code location, its own process group, stopped with the whole tree."""
     log = d.home / "daemon.log"
-    cmd = [sys.executable, "-m", "dagster._daemon", "run", "-m", "definitions", "-d", str(d.project.root)]
+    cmd = [str(Path(sys.executable).parent / "dagster-daemon"), "run", "-m", "definitions", "-d", str(d.project.root)]
     with open(log, "wb") as out, sigint_not_ignored():
         proc = subprocess.Popen(
             cmd,

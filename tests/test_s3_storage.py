@@ -274,7 +274,7 @@ def test_interrupted_export_leaves_no_complete_looking_file(
 
 def test_moved_store_is_refused_until_ingested(s3_run: tuple[Project, str], s3: S3Server, tmp_path: Path) -> None:
     """The location is no part of any code version: a store moved without its vectors fails retrieval loudly."""
-    from assets.runner import materialize
+    from ragpipe.assets.runner import materialize
 
     p = copy_project(s3_run[0].root, tmp_path / "proj")
     s3_settings(p, s3.endpoint, f"s3://{BUCKET}/moved")

@@ -73,9 +73,9 @@ def test_the_key_is_not_in_the_output(keyed_run: tuple) -> None:
 
 def test_the_key_is_not_in_the_dagster_event_log_or_metadata(keyed_run: tuple, monkeypatch: pytest.MonkeyPatch) -> None:
     import dagster as dg
-    from dagster._serdes import serialize_value
+    from dagster import serialize_value
 
-    from assets.runner import project_instance
+    from ragpipe.assets.runner import project_instance
 
     p, _, _, _ = keyed_run
     monkeypatch.delenv("DAGSTER_HOME", raising=False)

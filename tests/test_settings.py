@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from conftest import Project, make_project
 
-from assets import build_definitions
+from ragpipe.assets import build_definitions
 from ragpipe.settings import SettingsError, load_settings
 
 

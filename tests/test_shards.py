@@ -109,7 +109,7 @@ def test_any_merge_order_gives_the_unsharded_table_and_a_killed_run_resumes(
 
 
 def test_multiprocess_executor_runs_shards_in_separate_processes(chunked: Project, tmp_path: Path) -> None:
-    from assets.runner import materialize
+    from ragpipe.assets.runner import materialize
 
     q = _copy(chunked, tmp_path / "mp")
     with q.settings_file.open("a") as fh:

@@ -146,7 +146,7 @@ def test_an_app_that_cannot_be_reached_gives_errors_never_passes(
 def _tick(p: Project, cursor: Any) -> tuple[set[str], Any]:
     import dagster as dg
 
-    from assets import build_definitions
+    from ragpipe.assets import build_definitions
 
     result = dg.evaluate_automation_conditions(
         defs=build_definitions(str(p.settings_file)), instance=p.instance, cursor=cursor
@@ -162,8 +162,8 @@ def _observe(p: Project, cursor: str | None) -> Any:
     """One tick of subject_sensor; its observation recorded in the instance as the daemon would."""
     import dagster as dg
 
-    from assets import build_definitions
-    from assets.resources import RagpipeResource
+    from ragpipe.assets import build_definitions
+    from ragpipe.assets.resources import RagpipeResource
 
     sensor = build_definitions(str(p.settings_file)).get_sensor_def("subject_sensor")
     ctx = dg.build_sensor_context(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets.evaluate import _verdict_checks
-from assets.tables import table_of_tests
+from ragpipe.assets.evaluate import _verdict_checks
+from ragpipe.assets.tables import table_of_tests
 
 
 def test_a_failing_check_names_its_tests_and_a_passing_one_names_none() -> None:

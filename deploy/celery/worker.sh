@@ -13,4 +13,4 @@ case "${1:-}" in
   shards) queue=dagster ;;
   *) echo "usage: $0 warehouse|shards" >&2; exit 2 ;;
 esac
-exec .venv/bin/celery -A assets.worker worker -Q "$queue" -c 1 -n "ragpipe-$1@%h" --without-gossip --without-mingle
+exec .venv/bin/celery -A ragpipe.assets.worker worker -Q "$queue" -c 1 -n "ragpipe-$1@%h" --without-gossip --without-mingle

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ragpipe.core import EXIT_BLOCKED, EXIT_BUSY, EXIT_INPUT, INPUT_ERRORS, RagpipeError
+from ragpipe.core import EXIT_BLOCKED, EXIT_BUSY, EXIT_INPUT, RagpipeError
 from ragpipe.settings import Settings, load_settings
 from ragpipe.warehouse import WarehouseBusy
 
@@ -35,7 +35,7 @@ def instance(settings: Settings) -> Any:
     if home is None or home in _HOME_SET_HERE:
         os.environ["DAGSTER_HOME"] = str(project_root(settings))
         _HOME_SET_HERE.append(os.environ["DAGSTER_HOME"])
-    from assets.runner import project_instance  # the Dagster layer, imported only when running the graph
+    from ragpipe.assets.runner import project_instance  # the Dagster layer, imported only when running the graph
 
     return project_instance(project_root(settings))
 
@@ -71,31 +71,40 @@ class WithoutStackTraces:
         return getattr(self._stream, name)
 
 
-def failure_lines(result: Any) -> list[str]:
-    """One line per failed step: the asset and its error's own message (a GoldenSetError lists its problems)."""
-    from assets.runner import step_error
+class Failures(list[str]):
+    """One line per failed step; `input_error` when a step failed on the user's input (a broken golden set file,
+    settings), as the Dagster layer's door marks it: fix the input, rerunning will not."""
 
-    out = []
+    input_error: bool = False
+
+
+def failure_lines(result: Any) -> Failures:
+    """One line per failed step: the asset and its error's own message (a GoldenSetError lists its problems)."""
+    from ragpipe.assets.errors import is_input_failure
+    from ragpipe.assets.runner import step_error
+
+    out = Failures()
     for ev in result.all_events:
         if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error:
             cls, message = step_error(ev.step_failure_data.error)
             out.append(f"{ev.step_key} failed: {cls}: {message}")
+            out.input_error = out.input_error or is_input_failure(ev.step_failure_data)
     if out:
         return out
     for ev in result.all_events:  # the run itself failed (e.g. its executor could not start): that error, one line
         error = getattr(ev.event_specific_data, "error", None) if ev.event_type_value == "PIPELINE_FAILURE" else None
         if error is not None:
             cls, message = step_error(error)
-            return [f"run {result.run_id} failed before any step ran: {cls}: {' '.join(message.split())}"]
-    return [f"run {result.run_id} failed before any step ran"]
+            return Failures([f"run {result.run_id} failed before any step ran: {cls}: {' '.join(message.split())}"])
+    return Failures([f"run {result.run_id} failed before any step ran"])
 
 
-def failure_code(lines: list[str]) -> int:
-    """EXIT_INPUT when a step failed on bad input (a broken golden set file, settings): fix it, rerunning will not."""
-    return EXIT_INPUT if any(f" failed: {cls}: " in line for line in lines for cls in INPUT_ERRORS) else EXIT_BLOCKED
+def failure_code(failures: list[str]) -> int:
+    """EXIT_INPUT when a step failed on bad input: fix it, rerunning will not; else EXIT_BLOCKED."""
+    return EXIT_INPUT if getattr(failures, "input_error", False) else EXIT_BLOCKED
 
 
-def report_failure(result: Any, verbose: bool = False) -> list[str]:
+def report_failure(result: Any, verbose: bool = False) -> Failures:
     lines = failure_lines(result)
     for line in lines:
         print(f"ragpipe: {line}", file=sys.stderr)
@@ -122,7 +131,7 @@ def check_store(settings: Settings) -> None:
 def bring_up_to_date(args: argparse.Namespace, trigger: str) -> list[str]:
     """Materialize what is missing or stale through the Dagster graph (the run appears in the UI's history).
     Returns the failures, one line each (empty when the run succeeded)."""
-    from assets.runner import materialize_stale
+    from ragpipe.assets.runner import materialize_stale
 
     settings = settings_from(args)
     check_store(settings)

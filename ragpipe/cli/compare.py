@@ -72,7 +72,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     overrides = [*(args.set or []), *subject_overrides(settings, args.subject_url)]
     candidate_settings(settings, overrides, Path(args.candidate) if args.candidate else None)  # fail early, worded
-    from assets.runner import run_compare
+    from ragpipe.assets.runner import run_compare
     from ragpipe.reports import Comparison
 
     result = run_compare(str(settings.source), overrides, args.candidate or "", instance(settings))

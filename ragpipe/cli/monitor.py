@@ -12,7 +12,7 @@ from ragpipe.core import EXIT_BLOCKED, EXIT_INPUT
 
 
 def cmd_monitor(args: argparse.Namespace) -> int:
-    from assets.runner import materialize
+    from ragpipe.assets.runner import materialize
     from ragpipe.monitor import DAILY_COLUMNS, daily_rows, days, judge
     from ragpipe.warehouse import connect, format_rows
 

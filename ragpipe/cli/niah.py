@@ -14,7 +14,7 @@ from ragpipe.settings import Settings
 
 
 def cmd_niah_run(args: argparse.Namespace) -> int:
-    from assets.runner import materialize
+    from ragpipe.assets.runner import materialize
 
     settings = settings_from(args)
     t0 = time.perf_counter()

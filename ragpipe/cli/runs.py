@@ -22,7 +22,7 @@ from ragpipe.settings import Settings
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from assets.runner import materialize
+    from ragpipe.assets.runner import materialize
 
     settings = settings_from(args)
     check_store(settings)
@@ -92,8 +92,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from assets import build_definitions
-    from assets.runner import asset_states
+    from ragpipe.assets import build_definitions
+    from ragpipe.assets.runner import asset_states
 
     settings = settings_from(args)
     states = asset_states(build_definitions(str(settings.source)).resolve_asset_graph(), instance(settings))

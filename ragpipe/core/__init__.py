@@ -1,10 +1,11 @@
 """Shared by every stage: the errors users meet and the exit codes, text normalization, the words tables and reports
-share (verdicts, stamp statuses), the machine's CPUs, how long to wait before calling a server again, what changed between two recorded states, and the lazy exports each package's namespace is made of."""
+share (verdicts, stamp statuses), how stages report progress, the machine's CPUs, how long to wait before calling a server again, what changed between two recorded states, and the lazy exports each package's namespace is made of."""
 
 from ragpipe.core.exports import lazy_exports
 
 _EXPORTS = {
-    "errors": ["EXIT_OK", "EXIT_BLOCKED", "EXIT_INPUT", "EXIT_BUSY", "INPUT_ERRORS", "RagpipeError"],
+    "errors": ["EXIT_OK", "EXIT_BLOCKED", "EXIT_INPUT", "EXIT_BUSY", "RagpipeError", "InputError"],
+    "logs": ["Log", "no_log"],
     "text": ["FOLD", "fold", "collapse_whitespace", "normalize_text", "common_prefix"],
     "vocabulary": [
         "VerdictName",

@@ -14,6 +14,7 @@ class RagpipeError(Exception):
     """Base of every error that is the user's to fix."""
 
 
-# Errors that say the input is wrong, by class name as a failed Dagster step reports them: the same input fails the
-# same way (never retried), and the CLI exits EXIT_INPUT.
-INPUT_ERRORS = ("GoldenSetError", "SettingsError", "ObjectStoreError", "ExportError")
+class InputError(RagpipeError):
+    """The user's input is wrong (a settings file, a golden set, a storage URI, an export request): the same input
+    fails the same way, so it is never retried, and the CLI exits EXIT_INPUT. The Dagster layer classifies a failed
+    step by this type (ragpipe.assets.errors), never by the class's name."""

@@ -15,18 +15,18 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from ragpipe.core import Log
 from ragpipe.embed.embedders import Embedder, LazyEmbedder, kind_of
 from ragpipe.embed.store import open_store, table_columns, table_name
 from ragpipe.ingest import ParseResult, chunk_document, element_offsets, elements_from_json
 from ragpipe.settings import Settings
 
-Log = Callable[[str], None]
 PART_ROWS = 512  # vectors per part file: a kill loses at most one part's work
 ENCODE_ROWS = 64  # texts per encode call: stopping waits for at most one call
 

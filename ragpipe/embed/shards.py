@@ -20,13 +20,14 @@ import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ragpipe.core import Log, no_log
 from ragpipe.embed import store
 from ragpipe.embed.embedders import Embedder, LazyEmbedder, load_embedder
 from ragpipe.embed.prefetch import prefetched_hashes
@@ -34,12 +35,6 @@ from ragpipe.embed.stage import chunk_text_loader, current_chunk_keys, embed_chu
 from ragpipe.ingest import shard_of
 from ragpipe.settings import Settings
 from ragpipe.warehouse import Staging
-
-Log = Callable[[str], None]
-
-
-def _noop(_: str) -> None:
-    pass
 
 
 def _work_name(i: int, n: int) -> str:
@@ -60,7 +55,7 @@ def _atomic_parquet(path: Path, schema: pa.Schema) -> Iterator[pq.ParquetWriter]
 
 
 def plan_embed_shards(
-    settings: Settings, con: duckdb.DuckDBPyConnection, shards: int, log: Log = _noop, embedder: Embedder | None = None
+    settings: Settings, con: duckdb.DuckDBPyConnection, shards: int, log: Log = no_log, embedder: Embedder | None = None
 ) -> dict[str, Any]:
     """Write one work file per shard with the texts that have no vector yet (nor one embedded while parsing); returns
     the staging directory and counts."""
@@ -108,7 +103,7 @@ def embed_shard(
     stage: Path,
     i: int,
     shards: int,
-    log: Log = _noop,
+    log: Log = no_log,
     threads: int = 0,
     embedder: Embedder | None = None,
 ) -> dict[str, Any]:
@@ -173,7 +168,7 @@ def merge_embed_shards(
     run_id: str,
     stage: Path,
     shards: int,
-    log: Log = _noop,
+    log: Log = no_log,
     embedder: Embedder | None = None,
     order: list[int] | None = None,
 ) -> dict[str, Any]:

@@ -5,22 +5,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
-from typing import Any, Callable
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 
+from ragpipe.core import Log, no_log
 from ragpipe.embed import store
 from ragpipe.embed.embedders import Embedder, LazyEmbedder
 from ragpipe.embed.prefetch import clear_prefetched, load_prefetched
 from ragpipe.settings import Settings
 from ragpipe.warehouse import drop_block_cache, record_stage, transaction
-
-Log = Callable[[str], None]
-
-
-def _noop(msg: str) -> None:
-    pass
 
 
 def current_chunk_keys(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> pa.Table:
@@ -55,7 +50,7 @@ def embed_chunks(
     settings: Settings,
     con: duckdb.DuckDBPyConnection,
     run_id: str,
-    log: Log = _noop,
+    log: Log = no_log,
     embedder: Embedder | None = None,
     precomputed: dict[str, Any] | None = None,
 ) -> dict[str, Any]:

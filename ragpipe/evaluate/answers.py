@@ -5,21 +5,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from typing import Any, Callable
+from typing import Any
 
 import duckdb
 
+from ragpipe.core import Log, no_log
 from ragpipe.evaluate.runs import fork_eval_run, judged_elsewhere, latest_eval_run, progress_line
 from ragpipe.rag import Answer, load_answerer
 from ragpipe.settings import Settings
 from ragpipe.warehouse import insert_rows, transaction
-
-Log = Callable[[str], None]
-
-
-def _noop(msg: str) -> None:
-    pass
-
 
 ANSWER_COLUMNS = "eval_run_id question_id answer error latency_s input_tokens output_tokens support".split()
 
@@ -64,7 +58,7 @@ def _app_answers(con: duckdb.DuckDBPyConnection, eval_run_id: str) -> dict[str, 
 
 
 def answer_stage(
-    settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop, trigger: str = "manual"
+    settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = no_log, trigger: str = "manual"
 ) -> dict[str, Any]:
     """Answer every question of the latest eval run from its retrieved chunks (a new eval run when that one was
     already judged: the answerer changed, or the nightly run re-answers)."""

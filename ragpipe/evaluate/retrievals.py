@@ -5,21 +5,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from typing import Any, Callable
+from typing import Any
 
 import duckdb
 
+from ragpipe.core import Log, no_log
 from ragpipe.embed import Embedder, ensure_vector_index, load_embedder, open_store, open_table, table_name
 from ragpipe.evaluate.stamps import current_anchors, golden_tests
 from ragpipe.rag import metrics, retrieve_many
 from ragpipe.settings import Settings
 from ragpipe.warehouse import ObjectStoreError, insert_rows, transaction
-
-Log = Callable[[str], None]
-
-
-def _noop(msg: str) -> None:
-    pass
 
 
 def retrieve_stage(
@@ -27,7 +22,7 @@ def retrieve_stage(
     con: duckdb.DuckDBPyConnection,
     run_id: str,
     trigger: str = "manual",
-    log: Log = _noop,
+    log: Log = no_log,
     embedder: Embedder | None = None,
 ) -> dict[str, Any]:
     """Open an eval run: retrieve top-k for every question and store every (question, rank, chunk, score). With the

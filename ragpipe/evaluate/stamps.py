@@ -6,15 +6,14 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import duckdb
 
+from ragpipe.core import Log, no_log
 from ragpipe.golden import ChunkSpan, GoldenProblem, GoldenSetError, GoldenTest, Restamper, check_quotes, load_golden
 from ragpipe.settings import Settings
 from ragpipe.warehouse import insert_rows, transaction
-
-Log = Callable[[str], None]
 
 
 def stamp_line(status: str, reason: str, sep: str = " ") -> str:
@@ -22,10 +21,6 @@ def stamp_line(status: str, reason: str, sep: str = " ") -> str:
     if reason.startswith(status):
         return reason
     return f"{status}{sep}{reason}" if reason else status
-
-
-def _noop(msg: str) -> None:
-    pass
 
 
 GOLDEN_COLUMNS = (
@@ -48,7 +43,7 @@ def golden_key(settings: Settings, path: Path) -> str:
 
 
 def load_golden_stage(
-    settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop
+    settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = no_log
 ) -> dict[str, Any]:
     """Validate the golden set file (syntax, fields, duplicates, dates, quotes in the corpus) and record it."""
     if settings.golden.path is None:
@@ -130,7 +125,7 @@ def restamper_for(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> Restamper
     return Restamper(documents_text(con), spans)
 
 
-def stamp_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop) -> dict[str, Any]:
+def stamp_stage(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = no_log) -> dict[str, Any]:
     """Locate every test's quote in the current chunking and record the stamps (history is kept)."""
     tag = settings.chunker_tag
     stamper = restamper_for(con, tag)

@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable
+from typing import Any
 
 import duckdb
 
+from ragpipe.core import Log
 from ragpipe.evaluate.runs import progress_line
 from ragpipe.evaluate.stamps import golden_tests
 from ragpipe.golden import GoldenTest, load_golden, plain_form, quote_form, quote_forms
 from ragpipe.rag import Context, Observed, Reply, ask_all, load_subject, metrics, observe
 from ragpipe.settings import Settings
 from ragpipe.warehouse import insert_rows, transaction
-
-Log = Callable[[str], None]
 
 
 def context_ids(contexts: tuple[Context, ...]) -> list[str]:

@@ -8,11 +8,11 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import duckdb
 
-from ragpipe.core import RagpipeError
+from ragpipe.core import Log, RagpipeError, no_log
 from ragpipe.embed import Embedder, load_embedder, open_store, open_table
 from ragpipe.golden import (
     QUALIFIER_KINDS,
@@ -35,16 +35,11 @@ from ragpipe.rag import retrieve_many
 from ragpipe.settings import Settings
 from ragpipe.warehouse import insert_rows, transaction
 
-Log = Callable[[str], None]
 SIBLINGS_TRIED = 3  # qualifiers tried per trap sentence before it is dropped as answered
 
 
 class SuggestError(RagpipeError):
     """No chunks to read, or a decision on a proposal that does not exist."""
-
-
-def _noop(msg: str) -> None:
-    pass
 
 
 @dataclass
@@ -240,7 +235,7 @@ def suggest(
     kinds: Iterable[str] = QUALIFIER_KINDS,
     taken: Iterable[str] = (),
     embedder: Embedder | None = None,
-    log: Log = _noop,
+    log: Log = no_log,
     phrase: bool = False,
 ) -> Suggestions:
     """Propose up to `negatives` near-miss negatives and `positives` positives over the current chunks (`phrase`: the

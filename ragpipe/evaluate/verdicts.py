@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Callable
+from typing import Any
 
 import duckdb
 
-from ragpipe.core import VERDICTS
+from ragpipe.core import VERDICTS, Log, no_log
 from ragpipe.evaluate.answers import retrieved_texts
 from ragpipe.evaluate.reviews import apply_reviews
 from ragpipe.evaluate.runs import fork_eval_run, judged_elsewhere, latest_eval_run
@@ -21,13 +21,6 @@ from ragpipe.rag import Answer
 from ragpipe.settings import Settings
 from ragpipe.verdicts import Verdict, decide, settle
 from ragpipe.warehouse import insert_rows, transaction
-
-Log = Callable[[str], None]
-
-
-def _noop(msg: str) -> None:
-    pass
-
 
 VERDICT_COLUMNS = (
     "eval_run_id question_id kind verdict reason anchor_ids anchor_retrieved refused took_trap matched_by unverified "
@@ -166,7 +159,7 @@ def _record_verdicts(
 
 
 def verdict_stage(
-    settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop, trigger: str = "manual"
+    settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = no_log, trigger: str = "manual"
 ) -> dict[str, Any]:
     """Judge every test of the latest answered eval run: pass, fail, did_not_run or error, plus unverified (a new
     eval run when that one was already judged by another run: the judge or the verdict rule changed)."""

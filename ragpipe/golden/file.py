@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ragpipe.core import RagpipeError
+from ragpipe.core import InputError
 from ragpipe.reading import is_refusal
 
 REQUIRED = ("question_id", "question", "expected_answer")
@@ -43,7 +43,7 @@ class GoldenProblem:
         return f"{where}{who}{fld} {self.message}"
 
 
-class GoldenSetError(RagpipeError, ValueError):
+class GoldenSetError(InputError, ValueError):
     """A golden set with problems; str() lists every one with file, line and field."""
 
     def __init__(self, problems: list[GoldenProblem]):

@@ -24,11 +24,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import duckdb
 
-from ragpipe.core import RagpipeError
+from ragpipe.core import Log, RagpipeError, no_log
 from ragpipe.ingest import parse
 from ragpipe.ingest.parse_pool import ParserPool, isolation_available, parser_workers
 from ragpipe.ingest.stages import (
@@ -41,12 +41,6 @@ from ragpipe.ingest.stages import (
 )
 from ragpipe.settings import Settings
 from ragpipe.warehouse import Staging
-
-Log = Callable[[str], None]
-
-
-def _noop(_: str) -> None:
-    pass
 
 
 class StagingError(RagpipeError):
@@ -87,7 +81,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def plan_parse_shards(
-    settings: Settings, con: duckdb.DuckDBPyConnection, shards: int, log: Log = _noop
+    settings: Settings, con: duckdb.DuckDBPyConnection, shards: int, log: Log = no_log
 ) -> dict[str, Any]:
     """Write one work file per shard with the files to parse; returns the staging directory and counts."""
     todo, gone, n_corpus = documents_todo(settings, con)
@@ -138,7 +132,7 @@ def _read_journal(path: Path) -> list[str]:
 
 
 def parse_shard(
-    settings: Settings, stage: Path, i: int, shards: int, log: Log = _noop, workers: int = 0
+    settings: Settings, stage: Path, i: int, shards: int, log: Log = no_log, workers: int = 0
 ) -> dict[str, Any]:
     """Parse shard i's files into its results file. Touches no database: only the staging and the corpus (`stage`:
     the plan's staging directory, found by its name on this machine or in [warehouse].staging_uri).
@@ -224,7 +218,7 @@ def staged_results(staging: Staging, shards: int) -> Iterator[ParseResult]:
 
 
 def merge_parse_shards(
-    settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, stage: Path, shards: int, log: Log = _noop
+    settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, stage: Path, shards: int, log: Log = no_log
 ) -> dict[str, Any]:
     """Write every shard's results into DuckDB as the unsharded stage would, then drop the staging directory."""
     t0 = time.time()

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable
 
 import duckdb
 
-from ragpipe.core import keyed_diff
+from ragpipe.core import Log, keyed_diff, no_log
 from ragpipe.ingest.chunk import Chunk, chunk_document
 from ragpipe.ingest.corpus import scan_corpus
 from ragpipe.ingest.parse import (
@@ -31,16 +31,11 @@ from ragpipe.ingest.parse_worker import failed_under_lower_limits
 from ragpipe.settings import Settings
 from ragpipe.warehouse import drop_block_cache, record_stage, transaction
 
-Log = Callable[[str], None]
 # Documents parsed or chunked between two drops of DuckDB's block cache (ragpipe.warehouse.drop_block_cache).
 CACHE_EVERY_DOCS = 50
 
 
-def _noop(msg: str) -> None:
-    pass
-
-
-def sync_corpus(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop) -> dict[str, Any]:
+def sync_corpus(settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = no_log) -> dict[str, Any]:
     """Record the corpus as it is now (paths and content hashes) and the files that cannot be ingested."""
     t0 = time.time()
     scan = scan_corpus(settings.corpus.dir, settings.corpus.exclude)
@@ -190,7 +185,7 @@ def record_parses(
     run_id: str,
     results: Iterable[ParseResult],
     total: int,
-    log: Log = _noop,
+    log: Log = no_log,
     on_parsed: Callable[[ParseResult], None] | None = None,
 ) -> tuple[int, int]:
     """Write parse results in the order given (each then handed to `on_parsed`); returns (documents written, errors
@@ -238,7 +233,7 @@ def parse_documents(
     settings: Settings,
     con: duckdb.DuckDBPyConnection,
     run_id: str,
-    log: Log = _noop,
+    log: Log = no_log,
     on_parsed: Callable[[ParseResult], None] | None = None,
 ) -> dict[str, Any]:
     """Parse new and changed files; drop documents that left the corpus. A bad file becomes an ingest_errors row.
@@ -271,7 +266,7 @@ def parse_documents(
 
 
 def chunk_documents(
-    settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = _noop
+    settings: Settings, con: duckdb.DuckDBPyConnection, run_id: str, log: Log = no_log
 ) -> dict[str, Any]:
     """Chunk documents under the current chunker; only documents without chunks for this chunker tag are redone."""
     t0 = time.time()

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ragpipe.core import RagpipeError
+from ragpipe.core import InputError
 from ragpipe.monitor.readings import TrapIndex, read_trace
 from ragpipe.monitor.traces import ALIASES, Trace, TraceProblem, drop, parse_trace
 from ragpipe.settings import Settings
@@ -24,7 +24,7 @@ COLUMNS = [
 ]  # fmt: skip
 
 
-class MonitorError(RagpipeError):
+class MonitorError(InputError):
     """Monitoring cannot run as configured ([monitor].traces_dir missing or unreadable)."""
 
 

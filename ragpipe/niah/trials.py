@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import duckdb
 
-from ragpipe.core import common_prefix
+from ragpipe.core import Log, common_prefix
 from ragpipe.niah.haystack import (
     Haystack,
     Tokenizer,
@@ -26,7 +26,6 @@ from ragpipe.niah.sources import IMPL_VERSION, haystack_dir, off_theme_dir, sub_
 from ragpipe.settings import NiahSettings, Settings
 from ragpipe.warehouse import transaction
 
-Log = Callable[[str], None]
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 

@@ -16,23 +16,18 @@ import tomllib
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 
 from ragpipe import evaluate, ingest
-from ragpipe.core import VERDICTS
+from ragpipe.core import VERDICTS, Log, no_log
 from ragpipe.embed import embed_chunks, embedder_tag, open_store, table_name
 from ragpipe.settings import STAGE_SECTIONS, Settings, SettingsError, settings_from_dict
 from ragpipe.warehouse import connect, migrate, transaction
 
-Log = Callable[[str], None]
 # The sections a candidate may change: what lies between the parsed corpus and the verdicts.
 COMPARABLE = ("chunker", "embedder", "retriever", "answerer", "judge", "subject")
-
-
-def _noop(msg: str) -> None:
-    pass
 
 
 def parse_override(item: str) -> tuple[list[str], Any]:
@@ -201,7 +196,7 @@ def _embedder_tag(s: Settings) -> str:
     return embedder_tag(s.embedder, s.models_dir)
 
 
-def run_comparison(current: Settings, candidate: Settings, log: Log = _noop, keep_scratch: bool = False) -> Comparison:
+def run_comparison(current: Settings, candidate: Settings, log: Log = no_log, keep_scratch: bool = False) -> Comparison:
     """Evaluate `candidate` in a scratch warehouse, compare it with the latest judged run, record the result."""
     t0 = time.perf_counter()
     comparison_id = f"cmp-{uuid.uuid4().hex[:12]}"

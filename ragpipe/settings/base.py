@@ -7,12 +7,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Callable
 
-from ragpipe.core import RagpipeError
+from ragpipe.core import InputError
 
 Resolve = Callable[[str], Path]  # a path as written in the file -> a path (relative ones against the file's directory)
 
 
-class SettingsError(RagpipeError, ValueError):
+class SettingsError(InputError, ValueError):
     """A settings file that cannot be used; the message names the file and the field."""
 
 

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import duckdb
 
-from ragpipe.core import RagpipeError
+from ragpipe.core import InputError
 from ragpipe.settings import Settings, check_s3_uri, is_remote_uri
 from ragpipe.warehouse.objstore import ObjectStoreError, explain, no_such_bucket, pyarrow_filesystem, split_uri
 
@@ -27,7 +27,7 @@ MANIFEST = "_manifest.json"
 BATCH_ROWS = 65_536
 
 
-class ExportError(RagpipeError, ValueError):
+class ExportError(InputError, ValueError):
     """An export that cannot start (an unknown table, an unsupported destination); the message says why."""
 
 

@@ -13,7 +13,7 @@ import os
 from typing import Any
 from urllib.parse import urlsplit
 
-from ragpipe.core import RagpipeError
+from ragpipe.core import InputError
 from ragpipe.settings import S3Settings, is_remote_uri
 
 SECRET_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID")
@@ -22,7 +22,7 @@ CREDENTIALS_HINT = (
 )
 
 
-class ObjectStoreError(RagpipeError, RuntimeError):
+class ObjectStoreError(InputError, RuntimeError):
     """Object storage (or a local store) that cannot be used; the message names the URI and what to do."""
 
 
