@@ -34,13 +34,15 @@ test: setup lint            # two workers, a test file each at a time: most slow
 test-fast: setup            # the pure tests (no model, Dagster run, server or child process): under a minute
 	$(PY) -m pytest -m "not slow"
 
-lint: setup                 # ruff: lint and formatting, the whole tree (make fmt fixes what it can)
+lint: setup                 # ruff (lint and formatting, the whole tree; make fmt fixes what it can), docs/cli.md current
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(PY) docs/cli_reference.py --check
 
-fmt: setup
+fmt: setup                  # also rewrites docs/cli.md from the parser
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
+	$(PY) docs/cli_reference.py
 
 ui: setup
 	$(VENV)/bin/dagster dev -h 127.0.0.1

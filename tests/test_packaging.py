@@ -43,7 +43,7 @@ def test_the_wheel_holds_every_package_and_the_dagster_layer(wheel: zipfile.ZipF
 
 def test_the_code_location_imports_the_layer_by_its_installed_name() -> None:
     text = (ROOT / "definitions.py").read_text(encoding="utf-8")
-    assert "from ragpipe.assets import build_definitions" in text
+    assert "from ragpipe.assets.location import defs" in text
     stray = [
         str(p.relative_to(ROOT))
         for folder in ("ragpipe", "assets", "tests", "bench", "examples")

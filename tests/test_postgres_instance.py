@@ -335,7 +335,9 @@ def test_ci_records_runs_and_materializations_in_postgres(deployment: Deployment
 def dagster_daemon(d: Deployment) -> Iterator[Path]:
     """`dagster-daemon run` on the project's code location, its own process group, stopped with the whole tree."""
     log = d.home / "daemon.log"
-    cmd = [str(Path(sys.executable).parent / "dagster-daemon"), "run", "-m", "definitions", "-d", str(d.project.root)]
+    # the installed code location: the test project, like a deployment, holds no definitions.py
+    cmd = [str(Path(sys.executable).parent / "dagster-daemon"), "run", "-m", "ragpipe.assets.location"]
+    cmd += ["-d", str(d.project.root)]
     with open(log, "wb") as out, sigint_not_ignored():
         proc = subprocess.Popen(
             cmd,
