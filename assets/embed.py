@@ -8,11 +8,11 @@ import dagster as dg
 
 from ragpipe import embed
 from ragpipe.assets.automation import RAGPIPE_CONDITION
-from ragpipe.assets.cluster import shard_tags
 from ragpipe.assets.errors import door
 from ragpipe.assets.ingest import GROUP, data_version, prepare_embedder
 from ragpipe.assets.inputs import recorded_inputs
 from ragpipe.assets.resources import RagpipeResource
+from ragpipe.assets.sharded import ShardedStage, sharded_asset
 from ragpipe.core import usable_cpus
 from ragpipe.settings import Settings
 from ragpipe.versions import code_version
@@ -61,42 +61,38 @@ def build_embeddings(settings: Settings, chunks: dg.AssetsDefinition) -> dg.Asse
 
         return embeddings
 
-    @dg.op(name="embed_plan", pool="duckdb", ins={"start": dg.In(dg.Nothing)})
-    @door
-    def embed_plan(context: dg.OpExecutionContext, ragpipe: RagpipeResource) -> str:
-        """Which texts need a vector, one work file per shard (reads DuckDB and LanceDB)."""
-        s = ragpipe.settings()
-        prepare_embedder(context, s)
-        with ragpipe.warehouse() as con:
-            return embed.plan_embed_shards(s, con, shards, log=context.log.info)["stage"]
+    return sharded_asset(EMBED_SHARDS, shards, chunks, **common)
 
-    def shard_op(i: int) -> dg.OpDefinition:
-        @dg.op(name=f"embed_shard_{i}", tags=shard_tags(i, shards))
-        @door
-        def embed_shard(context: dg.OpExecutionContext, ragpipe: RagpipeResource, stage: str) -> str:
-            """One shard's vectors into the staging directory; touches no database, so shards run in parallel."""
-            # Shards of one run share this machine's cores under the multiprocess executor; on a cluster executor
-            # each step has its own machine: RAGPIPE_SHARD_THREADS says so.
-            threads = int(os.environ.get("RAGPIPE_SHARD_THREADS") or max(1, usable_cpus() // shards))
-            stats = embed.embed_shard(ragpipe.settings(), Path(stage), i, shards, log=context.log.info, threads=threads)
-            context.add_output_metadata({**stats, "threads": threads, "pid": os.getpid()})
-            return stage
 
-        return embed_shard
+def _embed_plan(context: Any, ragpipe: RagpipeResource, shards: int) -> str:
+    s = ragpipe.settings()
+    prepare_embedder(context, s)
+    with ragpipe.warehouse() as con:
+        return embed.plan_embed_shards(s, con, shards, log=context.log.info)["stage"]
 
-    @dg.op(name="embed_merge", pool="duckdb")
-    @door
-    def embed_merge(context: dg.OpExecutionContext, ragpipe: RagpipeResource, stages: list[str]) -> dg.Output:
-        """Every shard's vectors into the LanceDB table (content-hash sync: any order gives the same table)."""
-        s = ragpipe.settings()
-        with ragpipe.warehouse() as con:
-            stats = embed.merge_embed_shards(s, con, context.run.run_id, Path(stages[0]), shards, log=context.log.info)
-            metadata, version = _embeddings_output(s, con, stats)
-        return dg.Output(None, metadata=metadata, data_version=version)
 
-    @dg.graph_asset(ins={"chunks": dg.AssetIn(key=chunks.key, dagster_type=dg.Nothing)}, **common)
-    def embeddings(chunks):  # type: ignore[no-untyped-def]
-        stage = embed_plan(chunks)
-        return embed_merge([shard_op(i)(stage) for i in range(shards)])
+def _embed_shard(context: Any, ragpipe: RagpipeResource, stage: str, i: int, shards: int) -> dict[str, Any]:
+    # Shards of one run share this machine's cores under the multiprocess executor; on a cluster executor each step
+    # has its own machine: RAGPIPE_SHARD_THREADS says so.
+    threads = int(os.environ.get("RAGPIPE_SHARD_THREADS") or max(1, usable_cpus() // shards))
+    stats = embed.embed_shard(ragpipe.settings(), Path(stage), i, shards, log=context.log.info, threads=threads)
+    return {**stats, "threads": threads, "pid": os.getpid()}
 
-    return embeddings
+
+def _embed_merge(context: Any, ragpipe: RagpipeResource, stage: str, shards: int) -> dg.Output:
+    s = ragpipe.settings()
+    with ragpipe.warehouse() as con:
+        stats = embed.merge_embed_shards(s, con, context.run.run_id, Path(stage), shards, log=context.log.info)
+        metadata, version = _embeddings_output(s, con, stats)
+    return dg.Output(None, metadata=metadata, data_version=version)
+
+
+EMBED_SHARDS = ShardedStage(
+    prefix="embed",
+    plan=_embed_plan,
+    shard=_embed_shard,
+    merge=_embed_merge,
+    plan_doc="Which texts need a vector, one work file per shard (reads DuckDB and LanceDB).",
+    shard_doc="One shard's vectors into the staging directory; touches no database, so shards run in parallel.",
+    merge_doc="Every shard's vectors into the LanceDB table (content-hash sync: any order gives the same table).",
+)

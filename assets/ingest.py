@@ -10,10 +10,10 @@ import dagster as dg
 
 from ragpipe import embed, ingest
 from ragpipe.assets.automation import RAGPIPE_CONDITION
-from ragpipe.assets.cluster import shard_tags
 from ragpipe.assets.errors import door
 from ragpipe.assets.inputs import CHANGE, recorded_inputs
 from ragpipe.assets.resources import RagpipeResource
+from ragpipe.assets.sharded import ShardedStage, sharded_asset
 from ragpipe.settings import Settings
 from ragpipe.versions import code_version
 
@@ -148,42 +148,36 @@ def build_documents(settings: Settings, corpus: dg.AssetsDefinition) -> dg.Asset
 
         return documents
 
-    @dg.op(name="parse_plan", pool="duckdb", ins={"start": dg.In(dg.Nothing)})
-    @door
-    def parse_plan(context: dg.OpExecutionContext, ragpipe: RagpipeResource) -> str:
-        """Which files need parsing, one work file per shard (reads DuckDB)."""
-        with ragpipe.warehouse() as con:
-            return ingest.plan_parse_shards(ragpipe.settings(), con, shards, log=context.log.info)["stage"]
+    return sharded_asset(PARSE_SHARDS, shards, corpus, **common)
 
-    def shard_op(i: int) -> dg.OpDefinition:
-        @dg.op(name=f"parse_shard_{i}", tags=shard_tags(i, shards))
-        @door
-        def parse_one_shard(context: dg.OpExecutionContext, ragpipe: RagpipeResource, stage: str) -> str:
-            """One shard's files parsed into the staging directory; touches no database, so shards run in parallel."""
-            # Shards of one run share this machine's cores and memory under the multiprocess executor; on a cluster
-            # executor each step has its own machine: RAGPIPE_SHARD_WORKERS says how many parser processes it runs.
-            workers = int(os.environ.get("RAGPIPE_SHARD_WORKERS") or 0)
-            stats = ingest.parse_shard(
-                ragpipe.settings(), Path(stage), i, shards, log=context.log.info, workers=workers
-            )
-            context.add_output_metadata({**stats, "pid": os.getpid()})
-            return stage
 
-        return parse_one_shard
+def _parse_plan(context: Any, ragpipe: RagpipeResource, shards: int) -> str:
+    with ragpipe.warehouse() as con:
+        return ingest.plan_parse_shards(ragpipe.settings(), con, shards, log=context.log.info)["stage"]
 
-    @dg.op(name="parse_merge", pool="duckdb")
-    @door
-    def parse_merge(context: dg.OpExecutionContext, ragpipe: RagpipeResource, stages: list[str]) -> dg.Output:
-        """Every shard's results into DuckDB in path order (the same rows whatever the shard count or order)."""
-        with ragpipe.warehouse() as con:
-            s = ragpipe.settings()
-            stats = ingest.merge_parse_shards(s, con, context.run.run_id, Path(stages[0]), shards, log=context.log.info)
-            metadata, version = _documents_output(s, con, stats)
-        return dg.Output(None, metadata=metadata, data_version=version)
 
-    @dg.graph_asset(ins={"corpus": dg.AssetIn(key=corpus.key, dagster_type=dg.Nothing)}, **common)
-    def documents(corpus):  # type: ignore[no-untyped-def]
-        stage = parse_plan(corpus)
-        return parse_merge([shard_op(i)(stage) for i in range(shards)])
+def _parse_shard(context: Any, ragpipe: RagpipeResource, stage: str, i: int, shards: int) -> dict[str, Any]:
+    # Shards of one run share this machine's cores and memory under the multiprocess executor; on a cluster executor
+    # each step has its own machine: RAGPIPE_SHARD_WORKERS says how many parser processes it runs.
+    workers = int(os.environ.get("RAGPIPE_SHARD_WORKERS") or 0)
+    stats = ingest.parse_shard(ragpipe.settings(), Path(stage), i, shards, log=context.log.info, workers=workers)
+    return {**stats, "pid": os.getpid()}
 
-    return documents
+
+def _parse_merge(context: Any, ragpipe: RagpipeResource, stage: str, shards: int) -> dg.Output:
+    with ragpipe.warehouse() as con:
+        s = ragpipe.settings()
+        stats = ingest.merge_parse_shards(s, con, context.run.run_id, Path(stage), shards, log=context.log.info)
+        metadata, version = _documents_output(s, con, stats)
+    return dg.Output(None, metadata=metadata, data_version=version)
+
+
+PARSE_SHARDS = ShardedStage(
+    prefix="parse",
+    plan=_parse_plan,
+    shard=_parse_shard,
+    merge=_parse_merge,
+    plan_doc="Which files need parsing, one work file per shard (reads DuckDB).",
+    shard_doc="One shard's files parsed into the staging directory; touches no database, so shards run in parallel.",
+    merge_doc="Every shard's results into DuckDB in path order (the same rows whatever the shard count or order).",
+)

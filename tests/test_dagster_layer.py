@@ -88,8 +88,18 @@ def _defs() -> dg.Definitions:
 
 @pytest.mark.slow
 @pytest.mark.dagster
-def test_every_step_of_the_code_location_passes_the_door() -> None:
-    repo = _defs().get_repository_def()
+@pytest.mark.parametrize("shards", [1, 2])
+def test_every_step_of_the_code_location_passes_the_door(tmp_path: Path, shards: int) -> None:
+    """The bundled settings, and the same with documents and embeddings fanned out into shard steps."""
+    import tomllib
+
+    from conftest import write_settings
+
+    sections = tomllib.loads((ROOT / "ragpipe.toml").read_text(encoding="utf-8"))
+    sections.setdefault("scale", {}).update(parse_shards=shards, embed_shards=shards)
+    from ragpipe.assets import build_definitions
+
+    repo = build_definitions(str(write_settings(tmp_path / "ragpipe.toml", sections))).get_repository_def()
     ops = {op.name: op for job in repo.get_all_jobs() for op in job.all_node_defs if isinstance(op, dg.OpDefinition)}
     checks = [c for c in (repo.asset_checks_defs_by_key or {}).values()]
     without = sorted(name for name, op in ops.items() if not passes_door(op.compute_fn.decorated_fn))
