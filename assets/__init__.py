@@ -7,10 +7,10 @@ import dagster as dg
 from ragpipe.assets.automation import automation_sensor
 from ragpipe.assets.cluster import build_executor
 from ragpipe.assets.compare import compare_job
-from ragpipe.assets.currency import build_currency_checks, checked_keys, currency_sensor
 from ragpipe.assets.embed import build_embeddings
 from ragpipe.assets.evaluate import build_eval_assets
 from ragpipe.assets.ingest import build_ingest_assets
+from ragpipe.assets.inputs_current import build_inputs_current_checks, checked_keys, inputs_current_sensor
 from ragpipe.assets.monitor import build_monitor_assets, build_traces_sensor
 from ragpipe.assets.niah import build_niah_assets
 from ragpipe.assets.resources import RagpipeResource, StagingIOManager
@@ -61,7 +61,7 @@ def build_definitions(path: str | None = None) -> dg.Definitions:
     graph = dg.Definitions(assets=all_assets, resources=resources).resolve_asset_graph()
     return dg.Definitions(
         assets=all_assets,
-        asset_checks=[build_currency_checks(checked_keys(graph)), traces_check],
+        asset_checks=[build_inputs_current_checks(checked_keys(graph)), traces_check],
         jobs=[
             dg.define_asset_job(
                 "ragpipe_job",
@@ -78,7 +78,7 @@ def build_definitions(path: str | None = None) -> dg.Definitions:
         sensors=[
             automation_sensor(),
             build_corpus_sensor(settings),
-            currency_sensor(),
+            inputs_current_sensor(),
             build_traces_sensor(settings),
             *subject_sensors,
         ],

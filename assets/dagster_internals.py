@@ -17,8 +17,8 @@ import dagster as dg
 from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
 
 # Why an asset is stale and how: the same resolver the UI's GraphQL `assetNodes { staleStatus staleCauses }` uses.
-# Public alternative: query the webserver's GraphQL API (needs a running webserver; `ragpipe status` and the currency
-# sensor read the instance directly).
+# Public alternative: query the webserver's GraphQL API (needs a running webserver; `ragpipe status` and the
+# inputs_current sensor read the instance directly).
 from dagster._core.definitions.data_version import (
     CachingStaleStatusResolver,
     StaleCause,

@@ -1,5 +1,5 @@
 """What is stale and why, down the whole chain (Dagster's own staleness stops at the first asset), and why the
-latest attempt at an asset failed: read by `ragpipe status`, `ragpipe ci` and the currency sensor."""
+latest attempt at an asset failed: read by `ragpipe status`, `ragpipe ci` and the inputs_current sensor (`ragpipe_currency`)."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ State, persisted between the runs of one tool in the work directory:
 
 `ragpipe-seq` is ragpipe with [scale].embed_while_parsing off (the stages one after the other); its encode time on the
 full run is ragpipe's embedding time alone, the floor every tool's full run is also reported against. `ragpipe` embeds
-while parsing (ragpipe.embed.prefetch), on the same embedder loaded with one thread, counted with the rest.
+while parsing (ragpipe.embed.while_parsing), on the same embedder loaded with one thread, counted with the rest.
 
 Reported per tool x scenario: wall seconds (from building the embedder to the state persisted; Python
 start-up and imports are reported apart as process wall), embeddings computed, peak RSS (the tool's process, from
@@ -214,7 +214,7 @@ def run_ragpipe(cfg: dict[str, Any], emb: Counting, phases: dict[str, float], st
     (state / "ragpipe.toml").write_text(toml, encoding="utf-8")
     settings = load_settings(state / "ragpipe.toml")
     run_id = f"peers-{cfg['scenario']}"
-    # Embedding while parsing: the same embedder on one thread (as ragpipe.embed.prefetch loads it), counted apart.
+    # Embedding while parsing: the same embedder on one thread (as ragpipe.embed.while_parsing loads it), counted apart.
     bg = make_embedder(Path(cfg["models_dir"]), cfg["batch_size"], threads=1) if overlap else None
     with connect(settings.duckdb_path) as con:
         for stage, fn in (

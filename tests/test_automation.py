@@ -238,11 +238,11 @@ def test_an_embedder_switch_builds_its_model_before_taking_the_writer_lock(
 
 def _currency_tick(p: Project) -> tuple[set[str], dict[str, tuple[bool, str]]]:
     """One tick of the real currency sensor; returns the assets it reported and every inputs_current result."""
-    from ragpipe.assets.currency import CHECK_NAME, currency_sensor
+    from ragpipe.assets.inputs_current import CHECK_NAME, inputs_current_sensor
 
     defs = build_definitions(str(p.settings_file))
     ctx = dg.build_sensor_context(instance=p.instance, repository_def=defs.get_repository_def())
-    skip = currency_sensor()(ctx)
+    skip = inputs_current_sensor()(ctx)
     reported = set() if skip.skip_message == "no change" else set(skip.skip_message.split(" for ", 1)[1].split(", "))
     keys = [k for k in defs.resolve_asset_graph().asset_check_keys if k.name == CHECK_NAME]
     latest = p.instance.event_log_storage.get_latest_asset_check_execution_by_key(keys)

@@ -55,7 +55,7 @@ _EXPORTS = {
         "table_rows",
     ],
     "stage": ["current_chunk_keys", "chunk_text_loader", "embed_chunks"],
-    "prefetch": [
+    "while_parsing": [
         "prefetch_dir",
         "load_prefetched",
         "prefetched_hashes",

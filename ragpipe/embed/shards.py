@@ -30,8 +30,8 @@ import pyarrow.parquet as pq
 from ragpipe.core import Log, no_log
 from ragpipe.embed import store
 from ragpipe.embed.embedders import Embedder, LazyEmbedder, load_embedder
-from ragpipe.embed.prefetch import prefetched_hashes
 from ragpipe.embed.stage import chunk_text_loader, current_chunk_keys, embed_chunks
+from ragpipe.embed.while_parsing import prefetched_hashes
 from ragpipe.ingest import shard_of
 from ragpipe.settings import Settings
 from ragpipe.warehouse import Staging

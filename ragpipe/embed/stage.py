@@ -13,7 +13,7 @@ import pyarrow as pa
 from ragpipe.core import Log, no_log
 from ragpipe.embed import store
 from ragpipe.embed.embedders import Embedder, LazyEmbedder
-from ragpipe.embed.prefetch import clear_prefetched, load_prefetched
+from ragpipe.embed.while_parsing import clear_prefetched, load_prefetched
 from ragpipe.settings import Settings
 from ragpipe.warehouse import drop_block_cache, record_stage, transaction
 
@@ -57,7 +57,7 @@ def embed_chunks(
     """Bring the embedder's LanceDB table in line with the current chunks, embedding only unseen content.
 
     `precomputed` (content hash -> vector) comes from embedding shards (ragpipe.embed.shards), and vectors embedded
-    while parsing are added to it (ragpipe.embed.prefetch); whatever they lack is embedded here.
+    while parsing are added to it (ragpipe.embed.while_parsing); whatever they lack is embedded here.
     """
     t0 = time.time()
     # Loaded only if something needs embedding: a run with no new text never loads (or builds) a model.
@@ -70,7 +70,7 @@ def embed_chunks(
             last[0] = secs
             log(f"embed [{emb.tag}]: {done}/{total} chunks, {done / max(secs, 1e-9):.1f} chunks/s")
 
-    waiting = load_prefetched(settings, emb.tag)  # embedded while parsing (ragpipe.embed.prefetch)
+    waiting = load_prefetched(settings, emb.tag)  # embedded while parsing (ragpipe.embed.while_parsing)
     if waiting:
         precomputed = {**waiting, **(precomputed or {})}
     db = store.open_store(settings)

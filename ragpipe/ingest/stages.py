@@ -241,7 +241,7 @@ def parse_documents(
     Files are parsed in worker processes under [parser].timeout_s and [parser].max_memory_mb per document
     (ragpipe.ingest.parse_pool.ParserPool, [parser].workers of them); a file that overran a lower limit than the current one
     is tried again. With [scale].parse_shards > 1 the same work is split into steps (ragpipe.ingest.parse_shards).
-    `on_parsed` sees each result once it is recorded (ragpipe.embed.prefetch embeds its chunks meanwhile).
+    `on_parsed` sees each result once it is recorded (ragpipe.embed.while_parsing embeds its chunks meanwhile).
     """
     t0 = time.time()
     todo, gone, n_corpus = documents_todo(settings, con)

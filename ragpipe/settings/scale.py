@@ -21,7 +21,7 @@ class ScaleSettings:
     # (ragpipe.ingest.parse_shards).
     parse_shards: int = 1
     # The documents stage embeds each parsed document's new chunk texts in a background thread while the parser
-    # worker reads the next file (ragpipe.embed.prefetch); the embeddings stage then embeds only what is left. Off:
+    # worker reads the next file (ragpipe.embed.while_parsing); the embeddings stage then embeds only what is left. Off:
     # the stages run one after the other. Part of no code version: the vectors are the same either way.
     embed_while_parsing: bool = True
     # Where a multi-process run's steps go: "multiprocess" (one process per step on this machine, Dagster's default)

@@ -6,7 +6,7 @@ the next asset. ragpipe keeps one code version per stage (a chunker change must 
 the chain is shown by an asset check instead: `inputs_current` on every asset below the corpus, failed (WARN) while
 anything upstream is stale, missing or failed its latest attempt, with the root causes in its description.
 
-The currency sensor evaluates it every few seconds from the instance alone (no database, no model) and reports a
+The inputs_current sensor (`ragpipe_currency`) evaluates it every few seconds from the instance alone (no database, no model) and reports a
 result only when it changes; the same check runs at the end of a run that selects it.
 """
 
@@ -63,7 +63,7 @@ def _corpus_run_pending(instance: dg.DagsterInstance) -> str | None:
     return f"corpus: files changed on disk; run {runs[0].run_id[:8]} is ingesting them"
 
 
-def evaluate_currency(graph: BaseAssetGraph, instance: dg.DagsterInstance) -> dict[dg.AssetKey, tuple[bool, str]]:
+def evaluate_inputs_current(graph: BaseAssetGraph, instance: dg.DagsterInstance) -> dict[dg.AssetKey, tuple[bool, str]]:
     """(passed, description) of `inputs_current` for every checked asset."""
     states = {s.key: s for s in asset_states(graph, instance)}
     pending = _corpus_run_pending(instance)
@@ -118,7 +118,7 @@ def _planned_at(instance: dg.DagsterInstance, record: Any) -> float:
 
 def report_changes(graph: BaseAssetGraph, instance: dg.DagsterInstance) -> list[dg.AssetKey]:
     """Report `inputs_current` for each asset whose result differs from its latest recorded one; returns those."""
-    results = evaluate_currency(graph, instance)
+    results = evaluate_inputs_current(graph, instance)
     latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(
         [dg.AssetCheckKey(k, CHECK_NAME) for k in results]
     )
@@ -131,7 +131,7 @@ def report_changes(graph: BaseAssetGraph, instance: dg.DagsterInstance) -> list[
     return changed
 
 
-def build_currency_checks(graph_keys: list[dg.AssetKey]) -> dg.AssetChecksDefinition:
+def build_inputs_current_checks(graph_keys: list[dg.AssetKey]) -> dg.AssetChecksDefinition:
     @dg.multi_asset_check(
         name="inputs_current",
         specs=[dg.AssetCheckSpec(CHECK_NAME, asset=k, description=CHECK_DESCRIPTION) for k in graph_keys],
@@ -139,7 +139,9 @@ def build_currency_checks(graph_keys: list[dg.AssetKey]) -> dg.AssetChecksDefini
     )
     @door
     def inputs_current(context: dg.AssetCheckExecutionContext) -> Iterator[dg.AssetCheckResult]:
-        results = evaluate_currency(context.op_execution_context.job_def.asset_layer.asset_graph, context.instance)
+        results = evaluate_inputs_current(
+            context.op_execution_context.job_def.asset_layer.asset_graph, context.instance
+        )
         for check_key in context.selected_asset_check_keys:
             passed, description = results.get(check_key.asset_key, (True, CURRENT))
             yield dg.AssetCheckResult(
@@ -154,7 +156,7 @@ def build_currency_checks(graph_keys: list[dg.AssetKey]) -> dg.AssetChecksDefini
     return inputs_current
 
 
-def currency_sensor() -> dg.SensorDefinition:
+def inputs_current_sensor() -> dg.SensorDefinition:
     @dg.sensor(
         name="ragpipe_currency",
         minimum_interval_seconds=15,

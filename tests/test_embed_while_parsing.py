@@ -12,7 +12,7 @@ from conftest import Project, make_project
 from test_shards import _same, _table
 
 from ragpipe import embed, ingest
-from ragpipe.embed import prefetch
+from ragpipe.embed import while_parsing
 from ragpipe.warehouse import connect
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]
@@ -58,7 +58,7 @@ def test_embedding_while_parsing_gives_the_sequential_tables(reference: dict[str
     assert _chunks(p) == reference["chunks"]
     _same(_table(p.settings()), reference["vectors"])
     s = p.settings()
-    assert not list(prefetch.prefetch_dir(s, e["embedder_tag"]).glob("*"))  # taken by the table, then deleted
+    assert not list(while_parsing.prefetch_dir(s, e["embedder_tag"]).glob("*"))  # taken by the table, then deleted
 
 
 class _Killed(BaseException):
@@ -80,19 +80,19 @@ def test_a_run_stopped_in_the_middle_of_the_overlap_is_completed_by_the_next(
         return real(*args)
 
     with monkeypatch.context() as m:
-        m.setattr(prefetch, "PART_ROWS", 4)  # parts of four vectors: several written before the stop
+        m.setattr(while_parsing, "PART_ROWS", 4)  # parts of four vectors: several written before the stop
         m.setattr(ingest.stages, "parse_one", killed_after_six)
         with connect(s.duckdb_path) as con:
             ingest.sync_corpus(s, con, "run-1")
             with pytest.raises(_Killed):
                 embed.parse_documents_embedding(s, con, "run-1")
     tag = embed.embedder_tag(s.embedder, s.models_dir)
-    parts = sorted(prefetch.prefetch_dir(s, tag).glob("*.arrow"))
+    parts = sorted(while_parsing.prefetch_dir(s, tag).glob("*.arrow"))
     assert len(parts) >= 2
-    waiting = prefetch.load_prefetched(s, tag)
+    waiting = while_parsing.load_prefetched(s, tag)
     parts[0].write_bytes(parts[0].read_bytes()[:100])  # a part cut short: skipped, its texts embedded again
     (parts[0].parent / "deadbeef.arrow.tmp").write_bytes(b"half a part")  # a write the kill interrupted
-    assert len(prefetch.load_prefetched(s, tag)) < len(waiting)
+    assert len(while_parsing.load_prefetched(s, tag)) < len(waiting)
 
     stats = _ingest(p, "run-2")
     assert stats["documents"]["parsed_this_run"] == stats["documents"]["documents"] - 6  # the rest, not again
@@ -100,14 +100,14 @@ def test_a_run_stopped_in_the_middle_of_the_overlap_is_completed_by_the_next(
     assert e["precomputed"] >= len(waiting) - 4  # the whole parts of the stopped run were used
     assert _chunks(p) == reference["chunks"]
     _same(_table(s), reference["vectors"])
-    assert not list(prefetch.prefetch_dir(s, tag).glob("*"))
+    assert not list(while_parsing.prefetch_dir(s, tag).glob("*"))
 
 
 def test_off_parses_alone(reference: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def no_prefetch(*_: Any, **__: Any) -> None:
         raise AssertionError("a prefetcher was started with [scale].embed_while_parsing = false")
 
-    monkeypatch.setattr(prefetch, "Prefetcher", no_prefetch)
+    monkeypatch.setattr(while_parsing, "Prefetcher", no_prefetch)
     p = _project(tmp_path / "off", overlap=False)
     stats = _ingest(p, "run-off")
     assert stats["embeddings"]["precomputed"] == 0 and _chunks(p) == reference["chunks"]
@@ -118,15 +118,15 @@ def test_shards_embed_only_what_parsing_left(
 ) -> None:
     p = _project(tmp_path / "shards", overlap=True)
     s = p.settings()
-    monkeypatch.setattr(prefetch, "PART_ROWS", 4)
+    monkeypatch.setattr(while_parsing, "PART_ROWS", 4)
     with connect(s.duckdb_path) as con:
         ingest.sync_corpus(s, con, "run-1")
         embed.parse_documents_embedding(s, con, "run-1")
         ingest.chunk_documents(s, con, "run-1")
         tag = embed.embedder_tag(s.embedder, s.models_dir)
-        for part in sorted(prefetch.prefetch_dir(s, tag).glob("*.arrow"))[::2]:
+        for part in sorted(while_parsing.prefetch_dir(s, tag).glob("*.arrow"))[::2]:
             part.unlink()  # half the vectors embedded while parsing: the shards have the rest to do
-        waiting = len(prefetch.load_prefetched(s, tag))
+        waiting = len(while_parsing.load_prefetched(s, tag))
         plan = embed.plan_embed_shards(s, con, 2)
     assert waiting > 0 and plan["texts"] == reference["embedded"] - waiting and all(plan["shard_sizes"])
     for i in range(2):
