@@ -1,24 +1,17 @@
-"""Evaluation assets: golden_set -> stamps -> retrievals -> answers -> verdicts, with asset checks on verdicts."""
+"""Evaluation assets: golden_set -> stamps -> retrievals -> answers -> verdicts, with asset checks on stamps and
+verdicts. Each is one row of EVAL_STAGES; assets/stages.py builds them all with one policy."""
 
 import hashlib
-from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import dagster as dg
 
-from ragpipe import evaluate
-from ragpipe.assets.automation import RAGPIPE_CONDITION, RETRY_POLICY
-from ragpipe.assets.errors import door
-from ragpipe.assets.inputs import recorded_inputs
-from ragpipe.assets.resources import RagpipeResource
+from ragpipe.assets.stages import Stage, StageRun, recorded, stage_asset
 from ragpipe.assets.tables import named, table_of_tests
-from ragpipe.assets.triggers import trigger_of
 from ragpipe.core import REWRITES_FILE, VERDICTS
 from ragpipe.reports import changes_table, load_summary, render_markdown
 from ragpipe.settings import Settings
-from ragpipe.versions import code_version
 
-GROUP = "evaluate"
 STAMP_CHECK = (
     "Every test's trap/evidence quote is still in the corpus. A failing check names the tests whose document "
     "was deleted or whose quote was reworded: they read did_not_run; `ragpipe golden restamp` proposes the "
@@ -42,162 +35,50 @@ def _golden_file_hash(settings: Settings) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:10]
 
 
-def _trigger(context: dg.AssetExecutionContext) -> str:
-    return trigger_of(context.run.tags)
-
-
-@contextmanager
-def _recorded(context: dg.AssetExecutionContext, con: Any) -> Iterator[None]:
-    """A failing evaluation stage leaves its error in eval_failures before Dagster sees it: `latest_verdicts` and
-    `evaluation_status` then say the verdicts are older than this attempt, and why."""
-    try:
-        yield
-    except Exception as exc:
-        evaluate.record_failure(con, context.run.run_id, context.asset_key.to_user_string(), exc)
-        raise  # an InputError leaves through the door (ragpipe.assets.errors): never retried
-
-
-def _golden_set(settings: Settings) -> dg.AssetsDefinition:
-    """The golden set file, validated and recorded; its code version hashes the file too."""
-
-    @dg.asset(
-        name="golden_set",
-        deps=["documents"],
-        group_name=GROUP,
-        kinds={"duckdb", "json"},
-        code_version=f"{code_version(settings, 'golden')}-{_golden_file_hash(settings)}",
-        metadata=recorded_inputs(settings, "golden", tests=True),
-        pool="duckdb",
-        automation_condition=RAGPIPE_CONDITION,
-        retry_policy=RETRY_POLICY,
-        description="The golden set file, validated: every problem is listed with file, line and field, and a "
-        "broken file fails this asset.",
+def _golden_set_result(step: StageRun) -> dg.MaterializeResult:
+    stats = dict(step.stats)
+    drifted = stats.pop("drifted")
+    return dg.MaterializeResult(
+        metadata={
+            **stats,
+            "dagster/row_count": stats["tests"],
+            "path": dg.MetadataValue.path(stats["path"]),
+            "corpus_drift": len(drifted),
+            "drifted_tests": dg.MetadataValue.md("\n".join(f"- {d}" for d in drifted) or "(none)"),
+            **recorded(step.settings, GOLDEN_SET),
+        },
+        data_version=dg.DataVersion(stats["sha256"][:16]),
     )
-    @door
-    def golden_set(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
-        s = ragpipe.settings()
-        with ragpipe.warehouse() as con:
-            with _recorded(context, con):
-                stats = evaluate.load_golden_stage(s, con, context.run.run_id, log=context.log.info)
-        drifted = stats.pop("drifted")
-        return dg.MaterializeResult(
-            metadata={
-                **stats,
-                "dagster/row_count": stats["tests"],
-                "path": dg.MetadataValue.path(stats["path"]),
-                "corpus_drift": len(drifted),
-                "drifted_tests": dg.MetadataValue.md("\n".join(f"- {d}" for d in drifted) or "(none)"),
-                **recorded_inputs(s, "golden", tests=True),
-            },
-            data_version=dg.DataVersion(stats["sha256"][:16]),
-        )
-
-    return golden_set
 
 
-def _stamps(settings: Settings, golden_set: dg.AssetsDefinition, severity: Any) -> dg.AssetsDefinition:
-    """Each test's anchor located in the current chunking, with the anchors_found check."""
-
-    @dg.asset(
-        name="stamps",
-        deps=["chunks", golden_set],
-        group_name=GROUP,
-        kinds={"duckdb"},
-        code_version=code_version(settings, "golden"),
-        metadata=recorded_inputs(settings, "golden"),
-        pool="duckdb",
-        automation_condition=RAGPIPE_CONDITION,
-        retry_policy=RETRY_POLICY,
-        description="Each test's trap/evidence located in the current chunking from its quote: unchanged, moved, "
-        "split or missing.",
-        check_specs=[dg.AssetCheckSpec("anchors_found", asset="stamps", description=STAMP_CHECK)],
+def _stamps_result(step: StageRun) -> dg.MaterializeResult:
+    stats = dict(step.stats)
+    changes = stats.pop("changes")
+    missing = [(c["question_id"], c["reason"]) for c in changes if c["status"] == "missing"]
+    return dg.MaterializeResult(
+        check_results=[
+            dg.AssetCheckResult(
+                check_name="anchors_found",
+                passed=not missing,
+                severity=step.severity,
+                description=named("anchor not found", [f"{q} ({r})" for q, r in missing], limit=5),
+                metadata={"missing": len(missing), "tests": table_of_tests(missing, ("test", "why"))},
+            )
+        ],
+        metadata={
+            **stats,
+            **recorded(step.settings, STAMPS),
+            "stamp_changes": table_of_tests(
+                [(c["question_id"], c["anchor"], c["status"], c["reason"]) for c in changes],
+                ("test", "anchor", "status", "detail"),
+            ),
+        },
     )
-    @door
-    def stamps(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
-        s = ragpipe.settings()
-        with ragpipe.warehouse() as con:
-            with _recorded(context, con):
-                stats = evaluate.stamp_stage(s, con, context.run.run_id, log=context.log.info)
-        changes = stats.pop("changes")
-        missing = [(c["question_id"], c["reason"]) for c in changes if c["status"] == "missing"]
-        return dg.MaterializeResult(
-            check_results=[
-                dg.AssetCheckResult(
-                    check_name="anchors_found",
-                    passed=not missing,
-                    severity=severity,
-                    description=named("anchor not found", [f"{q} ({r})" for q, r in missing], limit=5),
-                    metadata={"missing": len(missing), "tests": table_of_tests(missing, ("test", "why"))},
-                )
-            ],
-            metadata={
-                **stats,
-                **recorded_inputs(s, "golden"),
-                "stamp_changes": table_of_tests(
-                    [(c["question_id"], c["anchor"], c["status"], c["reason"]) for c in changes],
-                    ("test", "anchor", "status", "detail"),
-                ),
-            },
-        )
-
-    return stamps
 
 
-def _retrievals(settings: Settings, stamps: dg.AssetsDefinition) -> dg.AssetsDefinition:
-    """Top-k retrieval for every question: an eval run opens."""
-
-    @dg.asset(
-        name="retrievals",
-        deps=[stamps, "embeddings", *(["subject"] if settings.subject.kind != "pipeline" else [])],
-        group_name=GROUP,
-        kinds={"lancedb", "duckdb"},
-        code_version=code_version(settings, "retriever"),
-        metadata=recorded_inputs(settings, "retriever"),
-        pool="duckdb",
-        automation_condition=RAGPIPE_CONDITION,
-        retry_policy=RETRY_POLICY,
-        description=f"Top-{settings.retriever.k} {settings.retriever.mode} retrieval for every question, with hit@k, "
-        "MRR and recall@k over the anchors.",
-    )
-    @door
-    def retrievals(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
-        s = ragpipe.settings()
-        with ragpipe.warehouse() as con:
-            with _recorded(context, con):
-                stats = evaluate.retrieve_stage(
-                    s, con, context.run.run_id, trigger=_trigger(context), log=context.log.info
-                )
-        return dg.MaterializeResult(metadata={**stats, **recorded_inputs(s, "retriever")})
-
-    return retrievals
-
-
-def _answers(settings: Settings, retrievals: dg.AssetsDefinition) -> dg.AssetsDefinition:
-    """The answerer on every question of the latest eval run."""
-
-    @dg.asset(
-        name="answers",
-        deps=[retrievals],
-        group_name=GROUP,
-        kinds={"duckdb"},
-        code_version=code_version(settings, "answerer"),
-        metadata=recorded_inputs(settings, "answerer"),
-        pool="duckdb",
-        automation_condition=RAGPIPE_CONDITION,
-        retry_policy=RETRY_POLICY,
-        description=f"Answers from the '{settings.answerer.kind}' answerer with latency and token counts.",
-    )
-    @door
-    def answers(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
-        s = ragpipe.settings()
-        with ragpipe.warehouse() as con:
-            with _recorded(context, con):
-                stats = evaluate.answer_stage(
-                    s, con, context.run.run_id, log=context.log.info, trigger=_trigger(context)
-                )
-        return dg.MaterializeResult(metadata={**stats, **recorded_inputs(s, "answerer")})
-
-    return answers
+def _stats_result(stage: str) -> Any:
+    """The library's stats and the recorded inputs: what retrievals and answers record."""
+    return lambda step: dg.MaterializeResult(metadata={**step.stats, **recorded(step.settings, STAGES_BY_NAME[stage])})
 
 
 def _gate(blocking: list[Any]) -> str:
@@ -252,82 +133,114 @@ def _verdict_checks(
     ]
 
 
-def _verdicts(settings: Settings, answers: dg.AssetsDefinition, severity: Any) -> dg.AssetsDefinition:
-    """The verdicts, the gate as a run tag, and the checks on verdicts."""
-
-    @dg.asset(
-        name="verdicts",
-        deps=[answers],
-        group_name=GROUP,
-        kinds={"duckdb"},
-        code_version=code_version(settings, "verdict"),
-        metadata=recorded_inputs(settings, "verdict"),
-        pool="duckdb",
-        automation_condition=RAGPIPE_CONDITION,
-        retry_policy=RETRY_POLICY,
-        description="pass / fail / needs review / test did not run / error per test, and unverified under the current "
-        "embedder.",
-        check_specs=[dg.AssetCheckSpec(name, asset="verdicts", description=d) for name, d in CHECKS.items()],
+def _verdicts_result(step: StageRun) -> dg.MaterializeResult:
+    summary = load_summary(step.con)
+    stale = [
+        q
+        for (q,) in step.con.execute(
+            "SELECT DISTINCT question_id FROM latest_stamps WHERE chunker_tag = ? AND list_contains(?, status) "
+            "ORDER BY question_id",
+            [step.settings.chunker_tag, list(REWRITES_FILE)],
+        ).fetchall()
+    ]
+    assert summary is not None
+    gate = _gate(summary.blocking(step.settings.gate.block))
+    # The gate in the Runs list: a run that succeeded can still have blocked the gate.
+    step.context.instance.add_run_tags(step.context.run.run_id, {"ragpipe/gate": gate})
+    failing = [(r.question_id, r.verdict, r.reason) for r in summary.rows if r.verdict in ("fail", "error")]
+    dnr = [(r.question_id, r.reason) for r in summary.rows if r.verdict == "did_not_run"]
+    review = [
+        (r.question_id, r.reason, " ".join(r.answer.split())[:200]) for r in summary.rows if r.verdict == "needs_review"
+    ]
+    unv = [(r.question_id, r.test_embedder_tag or "-") for r in summary.rows if r.unverified]
+    by = {k: [r.question_id for r in summary.rows if r.verdict == k] for k in VERDICTS}
+    by["unverified"] = [r.question_id for r in summary.rows if r.unverified]
+    checks = _verdict_checks(step.stats, stale, step.severity, by)
+    return dg.MaterializeResult(
+        metadata={
+            **step.stats,
+            "gate": gate,
+            "failing_tests": table_of_tests(failing, ("test", "verdict", "reason")),
+            "did_not_run_tests": table_of_tests(dnr, ("test", "reason")),
+            "needs_review_tests": table_of_tests(review, ("test", "why unsure", "answer")),
+            "unverified_tests": table_of_tests(unv, ("test", "validated under")),
+            "summary": dg.MetadataValue.md(render_markdown(summary, step.settings.gate.block)),
+            "changed_since_last_run": dg.MetadataValue.md(
+                "\n".join(changes_table(summary.changes)) if summary.changes else "(none)"
+            ),
+            "changed": len(summary.changes),
+            "chunker_tag": summary.chunker_tag,
+            "embedder_tag": summary.embedder_tag,
+            **recorded(step.settings, VERDICTS_STAGE),
+        },
+        check_results=checks,
     )
-    @door
-    def verdicts(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
-        s = ragpipe.settings()
-        with ragpipe.warehouse() as con:
-            with _recorded(context, con):
-                stats = evaluate.verdict_stage(
-                    s, con, context.run.run_id, log=context.log.info, trigger=_trigger(context)
-                )
-            summary = load_summary(con)
-            stale = [
-                q
-                for (q,) in con.execute(
-                    "SELECT DISTINCT question_id FROM latest_stamps WHERE chunker_tag = ? AND list_contains(?, status) "
-                    "ORDER BY question_id",
-                    [s.chunker_tag, list(REWRITES_FILE)],
-                ).fetchall()
-            ]
-        assert summary is not None
-        gate = _gate(summary.blocking(s.gate.block))
-        # The gate in the Runs list: a run that succeeded can still have blocked the gate.
-        context.instance.add_run_tags(context.run.run_id, {"ragpipe/gate": gate})
-        failing = [(r.question_id, r.verdict, r.reason) for r in summary.rows if r.verdict in ("fail", "error")]
-        dnr = [(r.question_id, r.reason) for r in summary.rows if r.verdict == "did_not_run"]
-        review = [
-            (r.question_id, r.reason, " ".join(r.answer.split())[:200])
-            for r in summary.rows
-            if r.verdict == "needs_review"
-        ]
-        unv = [(r.question_id, r.test_embedder_tag or "-") for r in summary.rows if r.unverified]
-        by = {k: [r.question_id for r in summary.rows if r.verdict == k] for k in VERDICTS}
-        by["unverified"] = [r.question_id for r in summary.rows if r.unverified]
-        checks = _verdict_checks(stats, stale, severity, by)
-        return dg.MaterializeResult(
-            metadata={
-                **stats,
-                "gate": gate,
-                "failing_tests": table_of_tests(failing, ("test", "verdict", "reason")),
-                "did_not_run_tests": table_of_tests(dnr, ("test", "reason")),
-                "needs_review_tests": table_of_tests(review, ("test", "why unsure", "answer")),
-                "unverified_tests": table_of_tests(unv, ("test", "validated under")),
-                "summary": dg.MetadataValue.md(render_markdown(summary, s.gate.block)),
-                "changed_since_last_run": dg.MetadataValue.md(
-                    "\n".join(changes_table(summary.changes)) if summary.changes else "(none)"
-                ),
-                "changed": len(summary.changes),
-                "chunker_tag": summary.chunker_tag,
-                "embedder_tag": summary.embedder_tag,
-                **recorded_inputs(s, "verdict"),
-            },
-            check_results=checks,
-        )
-
-    return verdicts
 
 
-def build_eval_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+GOLDEN_SET = Stage(
+    name="golden_set",
+    upstream=lambda s: ["documents"],
+    version="golden",
+    run="load_golden_stage",
+    result=_golden_set_result,
+    kinds=("duckdb", "json"),
+    records_tests=True,
+    version_suffix=_golden_file_hash,
+    description=lambda s: (
+        "The golden set file, validated: every problem is listed with file, line and field, and a "
+        "broken file fails this asset."
+    ),
+)
+STAMPS = Stage(
+    name="stamps",
+    upstream=lambda s: ["chunks", "golden_set"],
+    version="golden",
+    run="stamp_stage",
+    result=_stamps_result,
+    checks={"anchors_found": STAMP_CHECK},
+    description=lambda s: (
+        "Each test's trap/evidence located in the current chunking from its quote: unchanged, moved, split or missing."
+    ),
+)
+RETRIEVALS = Stage(
+    name="retrievals",
+    upstream=lambda s: ["stamps", "embeddings", *(["subject"] if s.subject.kind != "pipeline" else [])],
+    version="retriever",
+    run="retrieve_stage",
+    result=_stats_result("retrievals"),
+    kinds=("lancedb", "duckdb"),
+    takes_trigger=True,
+    description=lambda s: (
+        f"Top-{s.retriever.k} {s.retriever.mode} retrieval for every question, with hit@k, "
+        "MRR and recall@k over the anchors."
+    ),
+)
+ANSWERS = Stage(
+    name="answers",
+    upstream=lambda s: ["retrievals"],
+    version="answerer",
+    run="answer_stage",
+    result=_stats_result("answers"),
+    takes_trigger=True,
+    description=lambda s: f"Answers from the '{s.answerer.kind}' answerer with latency and token counts.",
+)
+VERDICTS_STAGE = Stage(
+    name="verdicts",
+    upstream=lambda s: ["answers"],
+    version="verdict",
+    run="verdict_stage",
+    result=_verdicts_result,
+    checks=CHECKS,
+    takes_trigger=True,
+    description=lambda s: (
+        "pass / fail / needs review / test did not run / error per test, and unverified under the current embedder."
+    ),
+)
+EVAL_STAGES = (GOLDEN_SET, STAMPS, RETRIEVALS, ANSWERS, VERDICTS_STAGE)  # in pipeline order
+STAGES_BY_NAME = {stage.name: stage for stage in EVAL_STAGES}
+
+
+def build_eval_assets(settings: Settings, stages: tuple[Stage, ...] = EVAL_STAGES) -> list[dg.AssetsDefinition]:
+    """One asset per row, in order (a test adds a stage by passing one more row)."""
     severity = dg.AssetCheckSeverity.ERROR if settings.gate.check_severity == "ERROR" else dg.AssetCheckSeverity.WARN
-    golden_set = _golden_set(settings)
-    stamps = _stamps(settings, golden_set, severity)
-    retrievals = _retrievals(settings, stamps)
-    answers = _answers(settings, retrievals)
-    return [golden_set, stamps, retrievals, answers, _verdicts(settings, answers, severity)]
+    return [stage_asset(stage, settings, severity) for stage in stages]

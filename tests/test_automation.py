@@ -194,9 +194,9 @@ def test_a_transient_failure_is_retried_in_the_run_a_bounded_number_of_times(
     import ragpipe.evaluate
 
     monkeypatch.setattr(ragpipe.assets.automation, "RETRY_POLICY", dg.RetryPolicy(max_retries=2, delay=0.1))
-    import ragpipe.assets.evaluate
+    import ragpipe.assets.stages
 
-    monkeypatch.setattr(ragpipe.assets.evaluate, "RETRY_POLICY", ragpipe.assets.automation.RETRY_POLICY)
+    monkeypatch.setattr(ragpipe.assets.stages, "RETRY_POLICY", ragpipe.assets.automation.RETRY_POLICY)
     p = make_project(tmp_path / "auto")
     p.materialize()
     calls = []

@@ -167,3 +167,43 @@ def test_dagster_internals_resolve_staleness_on_a_real_graph(tmp_path: Path) -> 
     assert resolver.get_status(upstream.key) == di.StaleStatus.STALE
     [cause] = resolver.get_stale_causes(upstream.key)
     assert cause.category == di.StaleCauseCategory.CODE
+
+
+@pytest.mark.slow
+@pytest.mark.dagster
+def test_a_new_evaluation_stage_is_one_row(tmp_path: Path) -> None:
+    """One Stage row and one library function: the asset gets the group, pool, retry policy, automation condition,
+    code version, recorded inputs, door and failure recording every evaluation stage has, and runs for real."""
+    from conftest import make_project
+
+    from ragpipe.assets.automation import RAGPIPE_CONDITION, RETRY_POLICY
+    from ragpipe.assets.evaluate import EVAL_STAGES, build_eval_assets
+    from ragpipe.assets.resources import RagpipeResource
+    from ragpipe.assets.stages import Stage
+    from ragpipe.versions import code_version
+
+    def count_tables(settings: object, con: object, run_id: str, log: object) -> dict[str, int]:
+        return {"tables": con.execute("SELECT count(*) FROM duckdb_tables()").fetchone()[0]}
+
+    row = Stage(
+        name="warehouse_census",
+        upstream=lambda s: ["answers"],
+        version="answerer",
+        run=count_tables,
+        result=lambda step: dg.MaterializeResult(metadata=step.stats),
+        description=lambda s: "How many tables the warehouse holds.",
+    )
+    p = make_project(tmp_path / "p")
+    settings = p.settings()
+    built = build_eval_assets(settings, (*EVAL_STAGES, row))
+    assert [a.key.to_user_string() for a in built][-1] == "warehouse_census"
+    new = built[-1]
+    spec = next(iter(new.specs))
+    assert {d.asset_key.to_user_string() for d in spec.deps} == {"answers"}
+    assert spec.group_name == "evaluate" and spec.code_version == code_version(settings, "answerer")
+    assert spec.automation_condition == RAGPIPE_CONDITION and new.op.retry_policy == RETRY_POLICY
+    assert new.op.pool == "duckdb" and passes_door(new.op.compute_fn.decorated_fn)
+    resources = {"ragpipe": RagpipeResource(settings_path=str(p.settings_file))}
+    result = dg.materialize([new], resources=resources, instance=p.instance, selection=["warehouse_census"])
+    assert result.success
+    assert p.metadata(result, "warehouse_census")["tables"] > 0
