@@ -34,9 +34,10 @@ test: setup lint            # two workers, a test file each at a time: most slow
 test-fast: setup            # the pure tests (no model, Dagster run, server or child process): under a minute
 	$(PY) -m pytest -m "not slow"
 
-lint: setup                 # ruff (lint and formatting, the whole tree; make fmt fixes what it can), docs/cli.md current
+lint: setup                 # ruff (lint and formatting, the whole tree; make fmt fixes what it can), mypy, docs/cli.md current
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	$(PY) docs/cli_reference.py --check
 
 fmt: setup                  # also rewrites docs/cli.md from the parser

@@ -57,7 +57,8 @@ def _corpus_run_pending(instance: dg.DagsterInstance) -> str | None:
     runs = instance.get_runs(filters=dg.RunsFilter(tags={"ragpipe/trigger": "corpus"}, statuses=IN_FLIGHT), limit=1)
     manifest = runs[0].tags.get("ragpipe/corpus_manifest") if runs else None
     latest = instance.get_latest_materialization_event(dg.AssetKey("corpus"))
-    synced = (latest.asset_materialization.tags or {}).get("dagster/data_version") if latest else None
+    event = latest.asset_materialization if latest else None
+    synced = (event.tags or {}).get("dagster/data_version") if event else None
     if manifest is None or manifest == synced:
         return None
     return f"corpus: files changed on disk; run {runs[0].run_id[:8]} is ingesting them"

@@ -76,9 +76,9 @@ def _tier_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def _report_metadata(result: dict[str, Any], text: str) -> dict[str, object]:
+def _report_metadata(result: dict[str, Any], text: str) -> dict[str, Any]:
     """The niah_report materialization: the figures first (they head it in the UI), the summary, the tier choice."""
-    metadata: dict[str, object] = {
+    metadata: dict[str, Any] = {
         "figures": dg.MetadataValue.md(
             "\n\n".join(f"**{Path(p).stem}**\n\n{markdown_image(p)}" for p in result["figures"])
         )

@@ -40,4 +40,7 @@ class StagingIOManager(dg.ConfigurableIOManager):
         self._staging().put_bytes("/".join(context.get_identifier()), pickle.dumps(obj))
 
     def load_input(self, context: dg.InputContext) -> Any:
-        return pickle.loads(self._staging().get_bytes("/".join(context.upstream_output.get_identifier())))
+        upstream = context.upstream_output
+        if upstream is None:  # an asset input from outside the run: this IO manager never wrote it
+            raise ValueError(f"{context.name}: no upstream step output to load from the staging store")
+        return pickle.loads(self._staging().get_bytes("/".join(upstream.get_identifier())))

@@ -49,7 +49,7 @@ def sharded_asset(spec: ShardedStage, shards: int, upstream: dg.AssetsDefinition
         return spec.merge(context, ragpipe, stages[0], shards)
 
     @dg.graph_asset(ins={"upstream": dg.AssetIn(key=upstream.key, dagster_type=dg.Nothing)}, **common)
-    def fanned_out(upstream):  # type: ignore[no-untyped-def]
+    def fanned_out(upstream):
         stage = plan(upstream)
         return merge([shard_op(i)(stage) for i in range(shards)])
 

@@ -138,7 +138,7 @@ def bring_up_to_date(args: argparse.Namespace, trigger: str) -> list[str]:
     verbose = getattr(args, "verbose", False)
     t0 = time.perf_counter()
     stderr = sys.stderr
-    sys.stderr = stderr if verbose else WithoutStackTraces(stderr)  # type: ignore[assignment]
+    sys.stderr = stderr if verbose else WithoutStackTraces(stderr)
     try:
         selected, result = materialize_stale(
             str(settings.source),

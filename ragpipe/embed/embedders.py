@@ -33,9 +33,13 @@ Progress = Callable[[int, int, float], None]  # (done, total, seconds elapsed)
 
 
 class Embedder(Protocol):
-    name: str
     tag: str
-    dims: int
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dims(self) -> int: ...
 
     def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray: ...
 

@@ -240,7 +240,7 @@ def sync_vectors(
     n_fresh = d.n_fresh
     stats = SyncStats(current=len(chunks), kept=d.kept, reused=d.reused)
     if load_texts is None:
-        by_id = {c.chunk_id: c.text for c in chunks}  # type: ignore[union-attr]  (Chunk objects carry their text)
+        by_id = {c.chunk_id: c.text for c in chunks}  # Chunk objects carry their text
         load_texts = lambda ids, _docs: {i: by_id[i] for i in ids}  # noqa: E731
     vectors: dict[str, np.ndarray] = {}  # the current slice's vectors by content hash
     done, t_start = [0], time.perf_counter()

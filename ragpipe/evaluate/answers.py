@@ -76,7 +76,8 @@ def answer_stage(
     t0 = time.perf_counter()
     answered: list[Answer] = []
     step = max(1, getattr(answerer, "progress_step", len(todo) or 1))
-    for i in range(0, len(todo), step) if answerer else ():
+    for i in range(0, len(todo), step) if answerer is not None else ():
+        assert answerer is not None  # the loop runs only with an answerer
         answered += answerer.answer_all([(questions[q], contexts[q]) for q in todo[i : i + step]])
         if len(answered) < len(todo):
             log(progress_line("answered", len(answered), len(todo), time.perf_counter() - t0, todo[len(answered) - 1]))

@@ -14,7 +14,7 @@ from ragpipe.embed import Embedder, ensure_vector_index, load_embedder, open_sto
 from ragpipe.evaluate.stamps import current_anchors, golden_tests
 from ragpipe.rag import metrics, retrieve_many
 from ragpipe.settings import Settings
-from ragpipe.warehouse import ObjectStoreError, insert_rows, transaction
+from ragpipe.warehouse import ObjectStoreError, first, insert_rows, transaction
 
 
 def retrieve_stage(
@@ -35,7 +35,7 @@ def retrieve_stage(
     tests = golden_tests(con)
     anchors = current_anchors(con, settings.chunker_tag)
     table = open_table(open_store(settings), emb.tag, emb.dims)
-    mirrored = con.execute("SELECT count(*) FROM embeddings WHERE embedder_tag = ?", [emb.tag]).fetchone()[0]
+    mirrored = first(con.execute("SELECT count(*) FROM embeddings WHERE embedder_tag = ?", [emb.tag]))[0]
     if mirrored and not table.count_rows():
         # The store was moved (a new [warehouse].lancedb_uri) or emptied: the location is not part of any code
         # version, so nothing looks stale; retrieving from an empty table would turn every test into did_not_run.
@@ -55,9 +55,9 @@ def retrieve_stage(
         [set(anchors.get(qid, ((), "", ""))[0]) for qid, _ in results],
         k,
     )
-    golden_sha, golden_path = con.execute(
-        "SELECT any_value(golden_sha256), any_value(golden_path) FROM golden_tests"
-    ).fetchone()
+    golden_sha, golden_path = first(
+        con.execute("SELECT any_value(golden_sha256), any_value(golden_path) FROM golden_tests")
+    )
     with transaction(con):
         con.execute("DELETE FROM retrievals WHERE eval_run_id = ?", [run_id])
         con.execute("DELETE FROM eval_runs WHERE eval_run_id = ?", [run_id])

@@ -17,7 +17,7 @@ from ragpipe.evaluate.stamps import golden_tests
 from ragpipe.golden import GoldenTest, load_golden, plain_form, quote_form, quote_forms
 from ragpipe.rag import Context, Observed, Reply, ask_all, load_subject, metrics, observe
 from ragpipe.settings import Settings
-from ragpipe.warehouse import insert_rows, transaction
+from ragpipe.warehouse import first, insert_rows, transaction
 
 
 def context_ids(contexts: tuple[Context, ...]) -> list[str]:
@@ -124,11 +124,11 @@ def subject_retrieve_stage(
     ranked = [context_ids(r.contexts) for r in replies]
     k = max([len(r) for r in ranked] or [settings.retriever.k])
     m = metrics(ranked, [set(ids) for ids, _ in found], k)
-    identity = next((r.metadata for r in replies if r.metadata), {})
+    identity: dict[str, Any] = next((r.metadata for r in replies if r.metadata), {})
     embedder_tag = identity.get("embedder") or f"subject:{label}"
-    golden_sha, golden_path = con.execute(
-        "SELECT any_value(golden_sha256), any_value(golden_path) FROM golden_tests"
-    ).fetchone()
+    golden_sha, golden_path = first(
+        con.execute("SELECT any_value(golden_sha256), any_value(golden_path) FROM golden_tests")
+    )
     with transaction(con):
         for table in ("retrievals", "subject_contexts", "subject_replies", "eval_runs"):
             con.execute(f"DELETE FROM {table} WHERE eval_run_id = ?", [run_id])

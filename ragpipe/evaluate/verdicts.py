@@ -20,7 +20,7 @@ from ragpipe.golden import GoldenTest
 from ragpipe.rag import Answer
 from ragpipe.settings import Settings
 from ragpipe.verdicts import Verdict, decide, settle
-from ragpipe.warehouse import insert_rows, transaction
+from ragpipe.warehouse import first, insert_rows, transaction
 
 VERDICT_COLUMNS = (
     "eval_run_id question_id kind verdict reason anchor_ids anchor_retrieved refused took_trap matched_by unverified "
@@ -166,8 +166,8 @@ def verdict_stage(
     eval_run_id = latest_eval_run(con, "answered_run_id IS NOT NULL", run_id)
     if judged_elsewhere(con, eval_run_id, run_id):
         eval_run_id = fork_eval_run(con, eval_run_id, run_id, trigger, answers=True)
-    run = con.execute("SELECT chunker_tag, embedder_tag FROM eval_runs WHERE eval_run_id = ?", [eval_run_id]).fetchone()
-    chunker_tag, embedder_tag = run
+    query = "SELECT chunker_tag, embedder_tag FROM eval_runs WHERE eval_run_id = ?"
+    chunker_tag, embedder_tag = first(con.execute(query, [eval_run_id]))
     retrieved = _retrieved(con, eval_run_id)
     answers = _answers(con, eval_run_id)
     contexts = retrieved_texts(con, eval_run_id)

@@ -146,8 +146,10 @@ def change_siblings(c: Candidate, notes: Notes, named: Iterable[str]) -> list[st
 
 
 def change_question(c: Candidate, version: str) -> str:
-    kind = _NOTE.match(c.sentence.text).group(1)  # type: ignore[union-attr]
-    return _ASKED[kind].format(subject=c.subject, version=version.split()[-1])
+    note = _NOTE.match(c.sentence.text)
+    if note is None:
+        raise ValueError(f"not a change note: {c.sentence.text[:80]!r}")  # candidates are read with _NOTE
+    return _ASKED[note.group(1)].format(subject=c.subject, version=version.split()[-1])
 
 
 def search_change(c: Candidate, version: str, notes: Notes, sentences: list[Sentence]) -> Evidence:

@@ -281,7 +281,7 @@ def siblings(q: Span, seen: dict[str, set[str]]) -> list[str]:
     """Qualifiers of the same shape that are not this one, nearest first: other years and quarters, other versions
     (those the corpus names first), other names of the same pattern the corpus holds (SHA-256 -> SHA-512)."""
     if q.group == "periods":
-        year = int(re.search(_YEAR, q.text).group(0))  # type: ignore[union-attr]
+        year = int(_found(_YEAR, q.text))
         out = [_shift_year(q.text, y) for y in (year - 1, year + 1, year - 2) if re.fullmatch(_YEAR, str(y))]
         if q.kind == "quarter":
             ordinal = q.text.split()[0]
@@ -306,7 +306,7 @@ def siblings(q: Span, seen: dict[str, set[str]]) -> list[str]:
 
 def _lead(version: str) -> str:
     """What names a version before its number: "Python " of "Python 3.11", "v" of "v2.0"."""
-    return re.match(r"\D*", version).group(0)  # type: ignore[union-attr]
+    return _found(r"^\D*", version)
 
 
 def _distance(a: str, b: str) -> tuple[int, ...]:
@@ -326,26 +326,32 @@ def _shape(q: Span) -> str:
 
 def remember(seen: dict[str, set[str]], q: Span) -> None:
     """Record a qualifier the corpus names, for siblings(): versions by their number, names whole."""
-    value = re.search(r"\d[\d.]*$", q.text).group(0) if q.kind == "version" else q.text  # type: ignore[union-attr]
+    value = _found(r"\d[\d.]*$", q.text) if q.kind == "version" else q.text
     seen.setdefault(_shape(q), set()).add(value)
+
+
+def _found(pattern: str, qualifier: str) -> str:
+    """What `pattern` finds in a qualifier of its kind (the kind was read from that very text, so it is there)."""
+    m = re.search(pattern, qualifier)
+    if m is None:
+        raise ValueError(f"qualifier {qualifier!r} does not hold {pattern!r}")
+    return m.group(0)
 
 
 def forms(qualifier: str, kind: str) -> re.Pattern[str]:
     """Every way the corpus could name a qualifier, as one pattern: a quarter as words or as Qn, with the year
     anywhere after it; a year or a version number alone (no sentence with it may answer); a name as written."""
-    year = re.search(_YEAR, qualifier)
+    year = _found(_YEAR, qualifier) if kind in ("quarter", "q", "month", "year", "fy") else ""
     if kind in ("quarter", "q"):
         n = _ORDINALS.index(qualifier.split()[0].lower()) + 1 if kind == "quarter" else int(qualifier[1])
-        return re.compile(rf"\b(?:{_ORDINALS[n - 1]} quarter|Q{n})\b.*?\b{year.group(0)}\b", re.I)  # type: ignore[union-attr]
+        return re.compile(rf"\b(?:{_ORDINALS[n - 1]} quarter|Q{n})\b.*?\b{year}\b", re.I)
     if kind == "month":
-        month = re.search("|".join(_MONTHS), qualifier).group(0)  # type: ignore[union-attr]
-        return re.compile(
-            rf"\b{month}\b.*?\b{year.group(0)}\b|\b{year.group(0)}-{_MONTHS.index(month) + 1:02d}\b", re.I
-        )  # type: ignore[union-attr]
+        month = _found("|".join(_MONTHS), qualifier)
+        return re.compile(rf"\b{month}\b.*?\b{year}\b|\b{year}-{_MONTHS.index(month) + 1:02d}\b", re.I)
     if kind in ("year", "fy"):
-        return re.compile(rf"(?<![\w.]){year.group(0)}(?![\w.])")  # type: ignore[union-attr]
+        return re.compile(rf"(?<![\w.]){year}(?![\w.])")
     if kind == "version":
-        number = re.search(r"\d[\d.]*\d|\d", qualifier).group(0)  # type: ignore[union-attr]
+        number = _found(r"\d[\d.]*\d|\d", qualifier)
         return re.compile(rf"(?<![\d.]){re.escape(number)}(?![\d]|\.\d)")
     return re.compile(rf"(?<![\w-]){re.escape(qualifier.strip('`'))}(?![\w-])", re.I)
 

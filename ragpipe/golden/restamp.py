@@ -107,9 +107,9 @@ class Restamper:
         candidates = [source] if source in self.documents else sorted(self.documents)
         for form in forms:
             for doc_id in candidates:
-                span = self._doc(doc_id).find(form)  # type: ignore[arg-type]
+                span = self._doc(doc_id).find(form)
                 if span:
-                    return doc_id, span[0], span[1]  # type: ignore[return-value]
+                    return doc_id, span[0], span[1]
         return None
 
     def covering_chunks(self, doc_id: str, start: int, end: int) -> list[str]:

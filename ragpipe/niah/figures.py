@@ -58,16 +58,16 @@ def subject_figure(subject: str, cells: list[dict[str, Any]], title: str, path: 
         ax.imshow(np.ma.masked_invalid(data), cmap=cmap, vmin=0, vmax=1, aspect="auto")
         for yi, d in enumerate(depths):
             for xi, n in enumerate(lengths):
-                c = by.get((n, d))
-                if c is None:
+                cell = by.get((n, d))
+                if cell is None:
                     continue
-                e = c["metrics"].get(m) or {}
-                if _overflowed(c):
-                    text = f"overflow\n{c['n_overflow']}/{c['n']}"
+                e = cell["metrics"].get(m) or {}
+                if _overflowed(cell):
+                    text = f"overflow\n{cell['n_overflow']}/{cell['n']}"
                 elif e.get("n"):
                     text = f"{e['mean']:.2f}\n[{e['lo']:.2f}, {e['hi']:.2f}]\nn={e['n']}"
                 else:
-                    text = f"-\nn=0/{c['n']}"
+                    text = f"-\nn=0/{cell['n']}"
                 ax.text(xi, yi, text, ha="center", va="center", fontsize=7, linespacing=1.1)
         ax.set_xticks(range(len(lengths)), [_length_label(n) for n in lengths])
         ax.set_yticks(range(len(depths)), [f"{d:g}%" for d in depths])

@@ -33,7 +33,7 @@ from ragpipe.niah.summary import Summaries
 from ragpipe.niah.trials import Log, Progress, Trial, build_trials, load_haystacks, noop, prefix_sharing_order
 from ragpipe.rag import load_answerer
 from ragpipe.settings import NiahSettings, Settings
-from ragpipe.warehouse import transaction
+from ragpipe.warehouse import first, transaction
 
 __all__ = ["COLUMNS", "DEFAULT_WINDOWS", "PROMPT_OVERHEAD", "evaluate_subject", "new_run_id", "run_key", "run_trials"]
 
@@ -247,9 +247,7 @@ def _finish(
     by_status: dict[str, int] = {}
     for st in by or []:
         by_status[st] = by_status.get(st, 0) + 1
-    exact = con.execute(
-        "SELECT avg(exact) FROM niah_trials WHERE run_id = ? AND status = 'scored'", [run_id]
-    ).fetchone()[0]
+    exact = first(con.execute("SELECT avg(exact) FROM niah_trials WHERE run_id = ? AND status = 'scored'", [run_id]))[0]
     with transaction(con):
         con.execute(
             "UPDATE niah_runs SET finished_at = now(), n_trials = ?, seconds = ?, "
@@ -295,7 +293,7 @@ def run_trials(
     counter = counter or window_counter(answerer, tok)
     finished, new_rows, started = len(done), 0, time.perf_counter()
     eta = _Eta(settings, ns, trials, done)
-    base_s = con.execute("SELECT coalesce(seconds, 0) FROM niah_runs WHERE run_id = ?", [run_id]).fetchone()[0]
+    base_s = first(con.execute("SELECT coalesce(seconds, 0) FROM niah_runs WHERE run_id = ?", [run_id]))[0]
     embedder_tag = None
     for subject in ns.subjects:
         todo = [t for t in trials if (t.trial_id, subject) not in done]

@@ -230,11 +230,11 @@ def _contexts(
     name, count = counter or window_counter(answerer, tok)
     budget = window - settings.answerer.openai.max_tokens if window else 0
     for i, t in enumerate(trials):
-        status, text, n_in, note = fit_window(t, prompts[i], window, budget, count, tok, ns.on_overflow)
+        status, sent, n_in, note = fit_window(t, prompts[i], window, budget, count, tok, ns.on_overflow)
         rows[i].update(
             status=status, input_tokens_est=n_in, window_tokens=window or None, window_counter=name, error=note
         )
-        contexts[i] = [text] if text is not None else None
+        contexts[i] = [sent] if sent is not None else None
     return contexts
 
 

@@ -24,7 +24,7 @@ from ragpipe.niah.haystack import (
 from ragpipe.niah.needles import Needle, Placement, make_needles, question_text
 from ragpipe.niah.sources import IMPL_VERSION, haystack_dir, off_theme_dir, sub_seed
 from ragpipe.settings import NiahSettings, Settings
-from ragpipe.warehouse import transaction
+from ragpipe.warehouse import first, transaction
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -118,9 +118,11 @@ def build_haystacks(
                     for h in built
                 ],
             )
-    rows = con.execute(
-        "SELECT count(*), sum(n_tokens), max(build_seconds) FROM niah_haystacks WHERE haystack_key = ?", [key]
-    ).fetchone()
+    rows = first(
+        con.execute(
+            "SELECT count(*), sum(n_tokens), max(build_seconds) FROM niah_haystacks WHERE haystack_key = ?", [key]
+        )
+    )
     return {
         "haystack_key": key,
         "source": str(src),

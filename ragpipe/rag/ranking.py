@@ -108,7 +108,7 @@ def evaluated_queries(qrels: Qrels) -> list[str]:
     return sorted(q for q, rels in qrels.items() if any(g > 0 for g in rels.values()))
 
 
-def _per_query(run: Run, qrels: Qrels, fn, k: int | None) -> dict[str, float]:  # type: ignore[no-untyped-def]
+def _per_query(run: Run, qrels: Qrels, fn, k: int | None) -> dict[str, float]:
     out: dict[str, float] = {}
     for q in evaluated_queries(qrels):
         ranking = run.get(q)

@@ -201,15 +201,15 @@ def retrieve_many(
     """retrieve() for every question at once: the query vectors in batches, the full-text queries concurrently."""
     if mode not in ("vector", "fts", "hybrid"):
         raise ValueError(f"unknown retriever mode {mode!r}; use 'vector', 'fts' or 'hybrid'")
-    if mode != "fts" and (vectors is None or len(vectors) != len(queries)):
-        raise ValueError(f"{mode} retrieval needs one query vector per question")
-    if mode == "vector":
-        return vector_search_many(table, vectors, k, nprobes)  # type: ignore[arg-type]
     if mode == "fts":
         return fts_search_many(table, queries, k)
+    if vectors is None or len(vectors) != len(queries):
+        raise ValueError(f"{mode} retrieval needs one query vector per question")
+    if mode == "vector":
+        return vector_search_many(table, vectors, k, nprobes)
     # Hybrid: fuse deeper candidate lists from both retrievers, keep the top k.
     depth = max(k * 4, 20)
-    dense = vector_search_many(table, vectors, depth, nprobes)  # type: ignore[arg-type]
+    dense = vector_search_many(table, vectors, depth, nprobes)
     sparse = fts_search_many(table, queries, depth)
     return [rrf([v, t], k) for v, t in zip(dense, sparse, strict=True)]
 

@@ -163,7 +163,7 @@ def swapped(answer: str, clause: str, before: str, passages: Grounds, question: 
     for name in names:
         if any(_key(name) in _keys(s) for s in restated):
             continue
-        rivals = [sorted((_keys(s) & passages.names) - known) for s in restated]
-        if all(rivals):
-            return f"{name}, where the retrieved text names {rivals[0][0]}: {restated[0][:120]!r}"
+        rival_names = [sorted((_keys(s) & passages.names) - known) for s in restated]
+        if all(rival_names):
+            return f"{name}, where the retrieved text names {rival_names[0][0]}: {restated[0][:120]!r}"
     return None

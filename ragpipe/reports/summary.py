@@ -272,7 +272,7 @@ def render_junit(s: EvalSummary) -> str:
             ET.SubElement(case, "skipped", message=f"test did not run: {r.reason}")
         if r.unverified:
             ET.SubElement(case, "system-out").text = f"unverified under current embedder {s.embedder_tag}"
-    return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True)
 
 
 def render_failure_markdown(failures: list[str]) -> str:
@@ -297,4 +297,4 @@ def render_failure_junit(failures: list[str]) -> str:
         step = f.split(" failed: ", 1)[0]
         case = ET.SubElement(suite, "testcase", classname="ragpipe.run", name=step)
         ET.SubElement(case, "failure", message=f).text = f
-    return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True)

@@ -32,12 +32,12 @@ def build(cls: type, data: dict[str, Any], where: str, source: Path) -> Any:
             f"allowed: {', '.join(sorted(known))}"
         )
     kwargs: dict[str, Any] = {}
-    defaults = cls.__dataclass_fields__
+    defaults = known
     for name, value in data.items():
         f = defaults[name]
         default = f.default if f.default is not dataclasses.MISSING else None
-        if default is None and f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-            default = f.default_factory()  # type: ignore[misc]
+        if default is None and f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
         if dataclasses.is_dataclass(default):
             if not isinstance(value, dict):
                 raise SettingsError(f"{source}: [{where}.{name}] must be a table")

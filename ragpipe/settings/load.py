@@ -13,7 +13,7 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ragpipe.settings import (
     answerer,
@@ -94,7 +94,7 @@ PLAIN = {
 }
 SECTIONS = ("warehouse", "corpus", "golden", *PLAIN, "niah", "monitor")  # every section a settings file may have
 # Each section's checks across its keys, run once every section is read (a section without any has none here).
-CHECKS = {
+CHECKS: dict[str, Callable[[Any, Path], None]] = {
     "chunker": chunker.check,
     "embedder": embedder.check,
     "parser": parser.check,

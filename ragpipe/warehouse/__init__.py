@@ -5,6 +5,7 @@ from ragpipe.core import lazy_exports
 
 _EXPORTS = {
     "db": [
+        "first",
         "MIGRATIONS_PACKAGE",
         "WarehouseBusy",
         "migrate",

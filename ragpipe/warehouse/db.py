@@ -151,8 +151,19 @@ def drop_block_cache(con: duckdb.DuckDBPyConnection) -> None:
     finally:
         con.execute("RESET memory_limit")
         if _memory_limit(con) != before:  # the caller's own limit; +0.05 so that the shown value does not creep down
-            number, unit = re.fullmatch(r"([\d.]+) ?(\w+)", before).groups()  # type: ignore[union-attr]
-            con.execute(f"SET memory_limit = '{float(number) + 0.05:.2f} {unit}'")
+            limit = re.fullmatch(r"([\d.]+) ?(\w+)", before)
+            if limit is not None:  # DuckDB shows its limit as "<number> <unit>"
+                number, unit = limit.groups()
+                con.execute(f"SET memory_limit = '{float(number) + 0.05:.2f} {unit}'")
+
+
+def first(cursor: Any) -> tuple[Any, ...]:
+    """The row a query that always returns one gives (an aggregate, a key just written): `first(con.execute(...))[0]`.
+    No row there is ragpipe's bug, said as one, not a TypeError about None."""
+    row = cursor.fetchone()
+    if row is None:
+        raise LookupError("a query expected to return a row returned none")
+    return row
 
 
 def insert_rows(
