@@ -3,7 +3,7 @@
 Dagster's public Python API has no staleness reader and no retry-mode type for a custom executor; the UI reads
 staleness over GraphQL. Each name below says the public alternative and why it is not used yet;
 tests/test_dagster_internals.py checks the shape ragpipe relies on, so a Dagster upgrade that moves or changes one
-fails there, by name, instead of somewhere in a run. No other module may import `dagster._` (tests/test_architecture.py).
+fails there, by name, instead of somewhere in a run. No other module may import `dagster._` (tests/project/test_architecture.py).
 """
 
 from __future__ import annotations

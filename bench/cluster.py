@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/cluster.py [--limit 24] [--workers 1,2] [--shards 2]
 
-Starts what tests/test_cluster.py starts (a throwaway PostgreSQL cluster for the Dagster instance, redis-server as the
+Starts what tests/assets/test_cluster.py starts (a throwaway PostgreSQL cluster for the Dagster instance, redis-server as the
 broker, moto's S3 server for staging and LanceDB), then for each worker count: a fresh warehouse machine directory
 (its worker serves only the warehouse queue) and N shard worker directories (no corpus), and materializes corpus ->
 documents -> chunks -> embeddings over the first --limit realdocs files (Markdown, HTML, text) with `parse_shards` =
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the cluster harness of tests/test_cluster.py, used as is
+sys.path.insert(0, str(ROOT / "tests"))  # the cluster harness of tests/assets/test_cluster.py, used as is
 
 import dagster as dg  # noqa: E402
 from _common import DEFAULT_DOCS, RESULTS, machine, select_files, write_json  # noqa: E402

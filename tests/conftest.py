@@ -15,6 +15,8 @@ import pytest
 import ragpipe  # noqa: F401  (offline environment first)
 
 ROOT = Path(__file__).resolve().parents[1]
+# Servers tests share, as fixtures any test may ask for: `s3` (moto) and `pg` (PostgreSQL).
+pytest_plugins = ["s3kit", "pgkit"]
 EXAMPLES = ROOT / "examples"
 # Locally built models (minilm-static, ONNX exports) are shared by every test project of a session.
 MODELS_DIR = str(Path(tempfile.gettempdir()) / f"ragpipe-test-models-{os.getuid()}")

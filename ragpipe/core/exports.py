@@ -5,7 +5,7 @@ NAME under another name, e.g. each stage's IMPL_VERSION as CORPUS_VERSION, PARSE
 `lazy_exports`:
 `from ragpipe.embed import EMBEDDERS` loads ragpipe.embed.embedders alone, not the LanceDB store or the shards
 (pyarrow); `ragpipe --help` imports only what its help text needs. No public name may be spelled like a submodule
-of its package (tests/test_architecture.py): the import system would bind the submodule under that name.
+of its package (tests/project/test_architecture.py): the import system would bind the submodule under that name.
 """
 
 from __future__ import annotations

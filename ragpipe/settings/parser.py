@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ragpipe.settings.base import SettingsError, names
 
-# The names settings may use, each with what it is (for --help and error messages); tests/test_architecture.py keeps
+# The names settings may use, each with what it is (for --help and error messages); tests/project/test_architecture.py keeps
 # each list equal to the registry of the code behind it.
 PDF_ENGINES = {
     "pdfium": "page text from pdfium, rebuilt into titles, paragraphs and list items (the default; fast)",

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from conftest import Project, make_project
-from test_shards import _same, _table
+from vectorkit import _same, _table
 
 from ragpipe import embed, ingest
 from ragpipe.embed import while_parsing

@@ -28,8 +28,8 @@ import dagster as dg
 import numpy as np
 import pytest
 from conftest import EXAMPLES, MODELS_DIR, Project, project_settings, write_settings
-from test_postgres_instance import VARIANT, PgServer, pg  # noqa: F401  (pg: the PostgreSQL fixture)
-from test_s3_storage import BUCKET, S3Server, _free_port, s3  # noqa: F401  (s3: the moto fixture)
+from pgkit import VARIANT, PgServer
+from s3kit import BUCKET, S3Server, _free_port
 
 pytestmark = [
     pytest.mark.slow,

@@ -19,7 +19,7 @@ from ragpipe.settings import ChunkerSettings
 
 pytestmark = [pytest.mark.slow]
 
-CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
+CORPUS = Path(__file__).resolve().parents[2] / "examples" / "corpus"
 
 
 @pytest.fixture(scope="module")

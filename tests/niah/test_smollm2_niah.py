@@ -16,7 +16,7 @@ from ragpipe.settings import AnswererSettings, OpenAISettings
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "examples" / "corpus"
 MAX_TOKENS = 24
 

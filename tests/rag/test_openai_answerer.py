@@ -27,7 +27,7 @@ from ragpipe.verdicts import decide
 
 pytestmark = [pytest.mark.slow]
 
-SERVER = Path(__file__).resolve().parent / "openai_server.py"
+SERVER = Path(__file__).resolve().parents[1] / "openai_server.py"
 KEY_ENV = "RAGPIPE_TEST_OPENAI_KEY"
 SENTINEL = "sk-test-SENTINEL-123"
 REFUSAL = "not in documents"

@@ -31,7 +31,7 @@ def test_every_settings_section_is_documented() -> None:
 
 
 def test_every_name_of_the_code_location_is_documented() -> None:
-    """The names come from the snapshot that tests/test_dagster_layer.py keeps equal to the definitions."""
+    """The names come from the snapshot that tests/assets/test_dagster_layer.py keeps equal to the definitions."""
     docs = _docs()
     names = [line.split()[1] for line in (ROOT / "tests" / "snapshots" / "definitions.txt").read_text().splitlines()]
     undocumented = [

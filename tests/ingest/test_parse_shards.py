@@ -10,7 +10,6 @@ from typing import Any
 import dagster as dg
 import pytest
 from conftest import EXAMPLES, Project, make_project
-from test_s3_storage import s3  # noqa: F401  (the moto S3 server fixture)
 
 from ragpipe import ingest
 from ragpipe.ingest import WORKER_RSS_MB, derive_workers, parse_shards
@@ -198,7 +197,7 @@ def test_a_shard_killed_on_one_machine_resumes_on_another_through_object_storage
 ) -> None:
     """With an s3:// staging_uri, machines that share no disk: B parses from the staged files (it has no corpus), is
     killed after a file, and C finishes that shard from the journal B left in object storage."""
-    from test_s3_storage import BUCKET
+    from s3kit import BUCKET
 
     q = _copy(synced, tmp_path / "a")
     text = q.settings_file.read_text().replace("[warehouse]\n", f'[warehouse]\nstaging_uri = "s3://{BUCKET}/ps"\n', 1)

@@ -118,7 +118,7 @@ def test_spans_slice_back_through_the_stored_form(manual: Path) -> None:
 
 def test_real_pdf_dehyphenates_and_keeps_every_page() -> None:
     """glpk's cnfsat.pdf (TeX, hyphenated): pdfium marks a word broken at a line end; it comes back whole."""
-    path = Path(__file__).resolve().parents[2] / "shared/data/realdocs/docs/pdf/glpk/cnfsat.pdf"
+    path = Path(__file__).resolve().parents[3] / "shared/data/realdocs/docs/pdf/glpk/cnfsat.pdf"
     if not path.exists():
         pytest.skip("../shared/data/realdocs is not beside this checkout")
     import pypdfium2 as pdfium

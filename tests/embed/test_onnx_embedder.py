@@ -19,7 +19,7 @@ from ragpipe.settings import EmbedderSettings
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "examples" / "corpus"
 
 

@@ -14,7 +14,7 @@ from ragpipe.niah import NOT_ENOUGH, Estimate, bias_flags, effective_length, wil
 from ragpipe.rag import Answer, ExtractiveAnswerer
 from ragpipe.settings import load_settings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "examples" / "corpus"
 
 

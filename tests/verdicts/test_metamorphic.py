@@ -22,7 +22,7 @@ from ragpipe.rag import Answer
 from ragpipe.reading import quantities
 from ragpipe.verdicts import decide
 
-FIXTURES = Path(__file__).parent / "fixtures" / "answers"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "answers"
 FIRST_CONTACT = ROOT / "bench" / "data" / "first_contact"
 SQUAD = ROOT.parent / "shared" / "data" / "squad2_dev" / "golden_squad.json"
 

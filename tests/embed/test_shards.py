@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import numpy as np
 import pytest
 from conftest import Project, make_project
+from vectorkit import _same, _table
 
-from ragpipe.embed import embed_chunks, embed_shard, load_embedder, merge_embed_shards, plan_embed_shards, store
+from ragpipe.embed import embed_chunks, embed_shard, merge_embed_shards, plan_embed_shards
 from ragpipe.ingest import shard_of
 from ragpipe.warehouse import connect
 
@@ -27,20 +27,6 @@ def test_shard_of_is_static_in_range_and_spreads() -> None:
     counts = Counter(first)
     assert set(counts) == {0, 1, 2, 3} and min(counts.values()) > 100  # roughly even
     assert {shard_of(d, 1) for d in ids} == {0}
-
-
-def _table(settings: Any) -> dict[str, tuple[str, np.ndarray]]:
-    emb = load_embedder(settings.embedder, settings.models_dir)
-    rows = store.table_rows(
-        store.open_store(settings).open_table(store.table_name(emb.tag)), ["chunk_id", "content_hash", "vector"]
-    )
-    return {r["chunk_id"]: (r["content_hash"], np.asarray(r["vector"], dtype=np.float32)) for r in rows}
-
-
-def _same(a: dict[str, tuple[str, np.ndarray]], b: dict[str, tuple[str, np.ndarray]]) -> None:
-    assert a.keys() == b.keys()
-    assert all(a[k][0] == b[k][0] for k in a)
-    assert max(float(np.abs(a[k][1] - b[k][1]).max()) for k in a) < 1e-6
 
 
 @pytest.fixture(scope="module")

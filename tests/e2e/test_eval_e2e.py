@@ -101,13 +101,13 @@ def test_default_settings_every_trap_retrieved_and_verdicts_follow_answers(proj:
     }
 
 
-SNAPSHOT = Path(__file__).parent / "fixtures" / "bundled_verdicts.json"
+SNAPSHOT = Path(__file__).resolve().parents[1] / "fixtures" / "bundled_verdicts.json"
 
 
 def test_bundled_verdicts_match_the_snapshot(proj: Project) -> None:
     """Every verdict of the bundled example under the default settings, pinned: a change to parsing, chunking,
     retrieval, the baseline answerer or the verdict rule that moves any of them shows here, test by test.
-    After an intended change: RAGPIPE_UPDATE_SNAPSHOT=1 pytest tests/test_eval_e2e.py -k snapshot, and review the diff."""
+    After an intended change: RAGPIPE_UPDATE_SNAPSHOT=1 pytest tests/e2e/test_eval_e2e.py -k snapshot, and review the diff."""
     got = {
         q: {"verdict": r["verdict"], "matched_by": m}
         for q, r, m in (

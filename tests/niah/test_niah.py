@@ -38,9 +38,9 @@ from ragpipe.settings import NEEDLE_TYPES, AnswererSettings, SettingsError, load
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "examples" / "corpus"
-SERVER = Path(__file__).resolve().parent / "openai_server.py"
+SERVER = Path(__file__).resolve().parents[1] / "openai_server.py"
 REFUSALS = AnswererSettings().refusal_phrases
 
 

@@ -1,5 +1,5 @@
 """The NIAH summary path's pieces and cache (pure logic, with a stand-in summarizer); the real model runs it in
-tests/test_smollm2_niah.py."""
+tests/niah/test_smollm2_niah.py."""
 
 from __future__ import annotations
 

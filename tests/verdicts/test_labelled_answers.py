@@ -27,7 +27,7 @@ from ragpipe.golden import GoldenTest, load_golden
 from ragpipe.rag import Answer
 from ragpipe.verdicts import Verdict, decide
 
-FIXTURES = Path(__file__).parent / "fixtures" / "answers"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "answers"
 SETS = ("bundled_labelled.jsonl", "realdocs_labelled.jsonl", "heldout_labelled.jsonl", "smollm2_labelled.jsonl")
 
 
