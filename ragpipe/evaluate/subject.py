@@ -52,11 +52,11 @@ def find_anchor(test: GoldenTest, contexts: tuple[Context, ...]) -> tuple[tuple[
     return (), "none"
 
 
-def _reason(test: GoldenTest, how: str, n: int, reply: Reply) -> str:
-    anchor = "trap" if test.kind == "negative" else "evidence"
+def _reason(how: str, n: int, reply: Reply) -> str:
+    """Why the anchor is missing from the app's contexts, worded to follow the anchor's name ("trap ...")."""
     if reply.error:
         return ""
-    return f"{anchor} quote in none of the {n} contexts the app returned" if how == "none" else ""
+    return f"quote in none of the {n} contexts the app returned" if how == "none" else ""
 
 
 def _ask(settings: Settings, tests: list[GoldenTest], log: Log) -> tuple[list[Reply], str, float]:
@@ -189,8 +189,8 @@ def subject_anchors(con: duckdb.DuckDBPyConnection, eval_run_id: str) -> dict[st
     for qid, t in tests.items():
         got = tuple(contexts.get(qid, []))
         ids, how = find_anchor(t, got)
-        reason = _reason(t, how, len(got), replies.get(qid, Reply(None, ())))
-        out[qid] = (ids, "unchanged" if ids else "missing", reason or "the app's call failed")
+        reason = _reason(how, len(got), replies.get(qid, Reply(None, ())))
+        out[qid] = (ids, "unchanged" if ids else "missing", reason or "not looked for: the app's call failed")
     return out
 
 

@@ -1,7 +1,10 @@
 """How a change reads in logs and tables: both sides of a flag, and a status that its reason does not repeat."""
 
 from ragpipe.evaluate import stamp_line
+from ragpipe.golden import GoldenTest
+from ragpipe.rag import Answer, Reply
 from ragpipe.reports import Change, EvalSummary, changes_table, render_text
+from ragpipe.verdicts import decide
 
 
 def _change(old: bool | None, new: bool) -> Change:
@@ -27,3 +30,14 @@ def test_the_ci_summary_names_a_missing_stamp_once() -> None:
     text = render_text(EvalSummary("r1", "c", "e", "extractive", {}, metrics, [], stamp_changes=moved), ())
     assert "neg_06     trap missing from corpus: a.md deleted" in text and "missing: missing" not in text
     assert "pos_01     evidence moved: x" in text
+
+
+def test_a_subject_test_whose_anchor_the_app_did_not_return_names_the_anchor_once() -> None:
+    from ragpipe.evaluate.subject import _reason
+
+    neg = GoldenTest("n", "What was Q3 revenue?", "not in documents", "negative", 1, ["a"], "Q2: 4 M", "x.md", "4 M",
+                     "t", "2026-01-01")  # fmt: skip
+    reason = _reason("none", 5, Reply(None, ()))
+    verdict = decide(neg, (), "missing", ["b"], Answer("I cannot say.", 0, 0, 0), (), "t", stamp_reason=reason)
+    assert verdict.verdict == "did_not_run"
+    assert verdict.reason == "trap quote in none of the 5 contexts the app returned"
