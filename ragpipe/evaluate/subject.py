@@ -52,6 +52,19 @@ def find_anchor(test: GoldenTest, contexts: tuple[Context, ...]) -> tuple[tuple[
     return (), "none"
 
 
+NOT_RETURNED = "(anchor not among the app's contexts)"  # an id no context has: the test counts as a miss
+
+
+def anchors_sought(tests: list[GoldenTest], found: list[tuple[tuple[str, ...], str]]) -> list[set[str]]:
+    """The relevant ids per test for hit@k, MRR and recall@k over the app's contexts: the contexts that hold the
+    anchor, and for a test whose anchor is in none of them an id no context has, so it counts as a miss (counting
+    only the anchors found would make hit@k 1.0 whatever the app returned). A test with no quote is left out."""
+    return [
+        set(ids) if ids else ({NOT_RETURNED} if quote_forms(t.quote or "") else set())
+        for t, (ids, _) in zip(tests, found)
+    ]
+
+
 def _reason(how: str, n: int, reply: Reply) -> str:
     """Why the anchor is missing from the app's contexts, worded to follow the anchor's name ("trap ...")."""
     if reply.error:
@@ -123,7 +136,7 @@ def subject_retrieve_stage(
     found = [find_anchor(t, r.contexts) for t, r in zip(tests, replies, strict=True)]
     ranked = [context_ids(r.contexts) for r in replies]
     k = max([len(r) for r in ranked] or [settings.retriever.k])
-    m = metrics(ranked, [set(ids) for ids, _ in found], k)
+    m = metrics(ranked, anchors_sought(tests, found), k)
     identity: dict[str, Any] = next((r.metadata for r in replies if r.metadata), {})
     embedder_tag = identity.get("embedder") or f"subject:{label}"
     golden_sha, golden_path = first(

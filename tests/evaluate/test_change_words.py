@@ -41,3 +41,16 @@ def test_a_subject_test_whose_anchor_the_app_did_not_return_names_the_anchor_onc
     verdict = decide(neg, (), "missing", ["b"], Answer("I cannot say.", 0, 0, 0), (), "t", stamp_reason=reason)
     assert verdict.verdict == "did_not_run"
     assert verdict.reason == "trap quote in none of the 5 contexts the app returned"
+
+
+def test_hit_at_k_against_the_app_counts_the_anchors_it_did_not_return() -> None:
+    from ragpipe.evaluate.subject import anchors_sought
+    from ragpipe.rag import metrics
+
+    def test(qid: str, quote: str) -> GoldenTest:
+        return GoldenTest(qid, "q?", "x", "positive", 1, [], quote, "x.md", None, "t", "2026-01-01")
+
+    tests = [test("found", "the warranty lasts two years"), test("missed", "refunds take 14 days"), test("noquote", "")]
+    found = [(("c1",), "quote"), ((), "none"), ((), "none")]
+    m = metrics([["c0", "c1"], ["c2", "c3"], ["c4"]], anchors_sought(tests, found), k=2)
+    assert m["n"] == 2 and m["hit_at_k"] == 0.5 and m["mrr"] == 0.25  # one of the two tests with a quote was found
