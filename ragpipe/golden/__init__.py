@@ -34,7 +34,7 @@ _EXPORTS = {
         "forms",
         "question",
     ],
-    "changes": ["Notes", "change_notes", "change_siblings", "change_question", "search_change"],
+    "doc_changes": ["Notes", "change_notes", "change_siblings", "change_question", "search_change"],
     "prose": ["askable", "readable"],
     "absence": ["Evidence", "Corpus", "agreeing"],
     "append": ["next_ids", "golden_object", "appended"],

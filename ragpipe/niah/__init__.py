@@ -60,7 +60,7 @@ _EXPORTS = {
     "run": ["COLUMNS as TRIAL_COLUMNS", "new_run_id", "run_key", "evaluate_subject", "run_trials"],
     "reporting": ["latest_run_id", "cells", "cell_estimates", "report", "render_text"],
     "figures": ["subject_figure", "paths_figure"],
-    "summary": ["PIECE_TOKENS", "SUMMARY_PROMPT", "SummaryError", "Summaries", "pieces"],
+    "summary_path": ["PIECE_TOKENS", "SUMMARY_PROMPT", "SummaryError", "Summaries", "pieces"],
     "tiers": ["ALL_TYPES", "NONE_GOOD", "PathAt", "Tier", "choose_tiers", "tier_line", "tier_text"],
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -29,7 +29,7 @@ from ragpipe.niah.subjects import (
     evaluate_trials,
     window_counter,
 )
-from ragpipe.niah.summary import Summaries
+from ragpipe.niah.summary_path import Summaries
 from ragpipe.niah.trials import Log, Progress, Trial, build_trials, load_haystacks, noop, prefix_sharing_order
 from ragpipe.rag import load_answerer
 from ragpipe.settings import NiahSettings, Settings

@@ -3,7 +3,7 @@
 - retrieval: the haystack is chunked (ragpipe.ingest.chunk_document with the [chunker] settings), embedded into LanceDB
   (ragpipe.embed.sync_vectors: unchanged chunks are never re-embedded), top-k retrieved ([retriever]) and answered.
 - summary: the haystack summarized piece by piece with the question withheld, the question asked over the summary
-  (ragpipe.niah.summary).
+  (ragpipe.niah.summary_path).
 - full_context: the whole haystack goes to the answerer; a prompt beyond the subject's window is labelled overflow
   (or truncated) and never scored as a miss. The window check counts the prompt as the model will see it with the
   model's own tokenizer when the answerer has one (`count_prompt_tokens`, SmolLM2), else with the named tokenizer
@@ -20,7 +20,7 @@ from typing import Any, Callable
 from ragpipe.niah.haystack import Tokenizer
 from ragpipe.niah.needles import Needle, locate_prompt, reasoning_prompt, structured_prompt
 from ragpipe.niah.scoring import evidence_contains, extract_json, score_answer, score_reasoning
-from ragpipe.niah.summary import Summaries
+from ragpipe.niah.summary_path import Summaries
 from ragpipe.niah.trials import Trial
 from ragpipe.rag import Answer, ExtractiveAnswerer
 from ragpipe.settings import NiahSettings, Settings
