@@ -44,6 +44,8 @@ _EXPORTS = {
         "Match",
         "content_words",
         "answer_matches",
+        "with_carets",
+        "notations",
     ],
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

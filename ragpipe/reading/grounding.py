@@ -14,7 +14,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from ragpipe.reading.match import content_words, digits, numbers
+from ragpipe.reading.match import content_words, digits, notations, numbers, with_carets
 
 # Words about the source and the answering: a capitalized "Context" or "Answer" is not a fact about the subject.
 _META = content_words(  # content_words keeps 5 letters: "passage" covers "passages"
@@ -38,7 +38,7 @@ def _nlp() -> Any:
 @functools.lru_cache(maxsize=8192)
 def parse(text: str) -> Any:
     """The spaCy Doc of `text` (cached: the rule reads an answer several times)."""
-    return _nlp()(unicodedata.normalize("NFKC", text))
+    return _nlp()(unicodedata.normalize("NFKC", with_carets(text)))
 
 
 @functools.lru_cache(maxsize=65536)  # a corpus repeats its words: every retrieved text is read through here
@@ -68,11 +68,11 @@ _CALENDAR = {
 
 @functools.lru_cache(maxsize=512)
 def grounds(texts: tuple[str, ...], question: str) -> Grounds:
-    joined = unicodedata.normalize("NFKC", " ".join((*texts, question)))
+    joined = unicodedata.normalize("NFKC", with_carets(" ".join((*texts, question))))
     tokens = set(re.findall(r"[\w'\u2019.\-]+", joined))
     parts = {p for w in tokens for p in re.split(r"[-_.:/]+", w) if p}  # "load_cert_chain", "APT::Solver"
     words = {_key(w) for w in tokens | parts}
-    values = set(numbers(digits(joined)))
+    values = set(numbers(digits(joined))) | {round(v, 12) for _, _, v in notations(joined)}  # 2.5 x 10^-3 = 0.0025
     for w in re.findall(r"\d[\d,.\u2013\-]*", joined):  # "1862-90" holds 1862 and 90, and so 1890
         values.update(float(x) for x in re.findall(r"\d+(?:\.\d+)?", w.replace(",", "")))
         years = re.fullmatch(r"(1\d|20)(\d\d)[\u2013\-](\d\d)", w.rstrip(".,"))
@@ -110,7 +110,13 @@ def facts(answer: str) -> tuple[Fact, ...]:
     the source; a number that is not a reference like "Passage 1" or "[2]"); "Bismarck died on 30 July 1898" gives
     Bismarck, 30, July, 1898."""
     out = [Fact(m.group(1), "code", m.start(1), m.end(1)) for m in _CODE.finditer(answer) if m.group(1).strip()]
-    for tok in parse(answer):
+    doc = parse(answer)
+    out += [  # a value in scientific notation is one number ("2.5 x 10^-3"), not three
+        Fact(doc.text[a:b], "number", a, b)
+        for a, b, _ in notations(doc.text)
+        if not any(f.start <= a < f.end for f in out)
+    ]
+    for tok in doc:
         if any(f.start <= tok.idx < f.end for f in out):
             continue  # inside code: the code span is the fact
         text = tok.text
@@ -137,6 +143,9 @@ def grounded(fact: Fact, g: Grounds) -> bool:
         pieces = [p for p in re.split(r"[\s=(),\[\]{}'\"]+", code) if len(p) > 2 or p.isdigit()]
         return code in g.text or bool(pieces) and all(_as_written(p, g) for p in pieces)
     if fact.kind == "number":
+        sci = notations(fact.text)
+        if sci and sci[0][:2] == (0, len(fact.text)):  # the whole fact is one value in scientific notation
+            return round(sci[0][2], 12) in g.values
         vals = numbers(digits(fact.text)) or [float(x) for x in re.findall(r"\d+(?:\.\d+)?", fact.text)]
         parts = [float(x) for x in re.findall(r"\d+(?:\.\d+)?", fact.text.replace(",", ""))]
         if not parts and not vals:  # a scale or number word alone ("million", "dozen"): by word

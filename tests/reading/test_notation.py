@@ -1,0 +1,73 @@
+"""Scientific notation as people type it equals the decimal it stands for, in the expected answer, the answer and the
+retrieved text alike; each case has its twin with another exponent, which must not match (made-up sentences)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragpipe.golden import GoldenTest
+from ragpipe.rag import Answer
+from ragpipe.reading import answer_matches, notations, with_carets
+from ragpipe.verdicts import decide
+
+
+def _test(kind: str, expected: str, quote: str, trap: str | None = None) -> GoldenTest:
+    return GoldenTest("q", "What value is given?", expected, kind, 1, ["a"], quote, "x.md", trap, "t", "2026-01-01")
+
+
+def _verdict(test: GoldenTest, answer: str) -> tuple[str, str]:
+    v = decide(test, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), ("not in documents",), "t", [test.quote])
+    return v.verdict, v.reason
+
+
+FORMS = [
+    ("0.0025 m", "The gap is 2.5 \u00d7 10^-3 m.", "The gap is 2.5 \u00d7 10^-4 m."),
+    ("0.0025 m", "The gap is 2.5 x 10^-3 m.", "The gap is 2.5 x 10^-2 m."),
+    ("0.0025 m", "The gap is 2.5*10^-3 m.", "The gap is 2.5*10^3 m."),
+    ("0.0025 m", "The gap is 2.5e-3 m.", "The gap is 2.5e-5 m."),
+    ("0.0025 m", "The gap is 2.5 \u00d7 10\u207b\u00b3 m.", "The gap is 2.5 \u00d7 10\u207b\u2074 m."),
+    ("60,000 feet", "It flew at 6 \u00d7 10^4 feet.", "It flew at 6 \u00d7 10^5 feet."),
+    ("200 thousand to 31 million", "from 2 \u00d7 10^5 to 3.1 \u00d7 10^7", "from 2 \u00d7 10^5 to 3.1 \u00d7 10^6"),
+    ("1,000,000", "10 to the 6th", "10 to the 7th"),
+    ("1,000,000", "ten to the sixth power", "ten to the fifth power"),
+    ("30,000", "3 times 10 to the power of 4", "3 times 10 to the power of 5"),
+]
+
+
+@pytest.mark.parametrize(("expected", "right", "wrong"), FORMS)
+def test_a_value_in_notation_is_its_decimal(expected: str, right: str, wrong: str) -> None:
+    assert answer_matches(right, expected).matched
+    assert not answer_matches(wrong, expected).matched
+
+
+@pytest.mark.parametrize(("expected", "right", "wrong"), FORMS)
+def test_the_answer_in_notation_passes_and_its_twin_fails(expected: str, right: str, wrong: str) -> None:
+    """Read as one value, the notation is grounded by the decimal the retrieved text gives; read as three numbers
+    ("2.5", "10", "-3"), the right answer would wait for a reviewer."""
+    quote = f"The figure given is {expected}."
+    assert _verdict(_test("positive", expected, quote), right)[0] == "pass"
+    assert _verdict(_test("positive", expected, quote), wrong)[0] == "fail"
+
+
+def test_a_notation_is_grounded_by_the_value_either_side_writes() -> None:
+    from ragpipe.reading.grounding import Fact, grounded, grounds
+
+    plain, written = grounds(("The gap is 0.0025 m.",), ""), grounds(("The gap is 2.5 \u00d7 10\u207b\u00b3 m.",), "")
+    assert grounded(Fact("2.5 x 10^-3", "number", 0, 11), plain)
+    assert not grounded(Fact("2.5 x 10^-4", "number", 0, 11), plain)
+    assert grounded(Fact("0.0025", "number", 0, 6), written)
+    assert not grounded(Fact("0.025", "number", 0, 5), written)
+
+
+def test_a_negative_that_gives_the_trap_in_notation_took_the_trap() -> None:
+    neg = _test("negative", "not in documents", "In 1961 it flew at 60,000 feet.", trap="60,000 feet")
+    verdict, reason = _verdict(neg, "It reached 6 x 10^4 ft in 1962.")
+    assert verdict == "fail" and reason.startswith("took the trap")
+    assert _verdict(neg, "Not in documents; the 6 \u00d7 10^4 ft figure is for 1961.")[0] == "pass"
+
+
+def test_superscripts_become_carets_and_spans_cover_the_whole_notation() -> None:
+    assert with_carets("2.5 \u00d7 10\u207b\u00b3 m") == "2.5 \u00d7 10^-3 m"
+    [(start, end, value)] = notations("gap 2.5 x 10^-3 m")
+    assert "gap 2.5 x 10^-3 m"[start:end] == "2.5 x 10^-3" and value == pytest.approx(0.0025)
+    assert notations("version 10.3 of the spec") == []
