@@ -15,6 +15,7 @@ from ragpipe.reading import (
     names_in,
     numbers,
     outside,
+    quantities,
     standing,
     unsupported,
 )
@@ -52,13 +53,50 @@ def _qualified(clause: str, question: str, value: str | None) -> bool:
     says about something else rather than answering: a token with a digit, or two content words, that neither the
     question nor the value holds (words about the source do not count)."""
     new = content_words(clause) - content_words(question) - content_words(value or "") - _META
+    # an amount (a percentage, money, a number with its unit) is the value itself, which does not qualify itself:
+    # "in 2021 it fell 9 %", asked about 2021, gives 9 % for what was asked; "4.3" in "HaloOS 4.3" still qualifies
+    new -= _amounts(clause)
     return any(any(ch.isdigit() for ch in w) for w in new) or len(new) >= 2
+
+
+def _amounts(clause: str) -> set[str]:
+    """The numbers of a clause written as amounts: before a percent sign or a unit, after a currency sign."""
+    units = {f"{raw:g}" for raw, _, unit in quantities(clause) if unit}
+    signed = re.findall(
+        r"(\d[\d,]*(?:\.\d+)?)\s?(?:%|percent\b|per\s?cent\b)|[$\u20ac\u00a3]\s?(\d[\d,]*(?:\.\d+)?)", clause
+    )
+    return units | {n for pair in signed for n in pair if n}
 
 
 def _rejected(answer: str, value: str | None, question: str) -> bool:
     """Is the value, wherever the answer writes it, negated or said of something else ("Not 2019: that is the year
     of the audit", "Jane Roe chaired the audit committee, not the board")? Then it is cited, not taken."""
     return bool(value) and standing(answer, value or "", question) in ("negated", "contrasted")
+
+
+# "<the value> is for A, not B": the value placed under its own condition, the asked one denied. Also "... is a
+# different comparison": the value said to answer another question.
+_FOR_NOT = re.compile(
+    r"\b(?:is|are|was|were|applies|apply|refers|refer|relates|relate|covers|cover|concerns)\s+(?:only\s+)?"
+    r"(?:to|for|in|about)\s+(?P<a>[^,;:]+?),?\s+(?:and\s+|but\s+)?not\s+(?:to\s+|for\s+|in\s+|about\s+)?(?P<b>[^,;:.]+)"
+)
+_OTHER = re.compile(
+    r"\b(?:is|are|was|were|refers\s+to|applies\s+to|belongs\s+to)\s+(?:for\s+)?(?:a|an)\s+"
+    r"(?:different|separate|unrelated)\s+(?:comparison|measure|metric|period|figure|quantity|baseline|year|quarter)\b"
+)
+
+
+def _placed_elsewhere(clause: str, question: str) -> bool:
+    """Does the clause tie the value to a condition the question did not ask about while denying the one it did
+    ("the 12 % figure is for 2019, not 2021" asked about 2021), or call it an answer to another comparison? Then it
+    cites the trap as what the documents say of something else: a refusal in other words. Its twin, "the 12 % figure
+    is for 2021, not 2019", states the trap for what was asked."""
+    asked = content_words(question)
+    m = _FOR_NOT.search(clause)
+    if m:
+        a, b = content_words(m.group("a")) - _META, content_words(m.group("b")) - _META
+        return bool(b & asked) and bool(a) and not a & asked
+    return _OTHER.search(clause) is not None
 
 
 def _new_facts(answer: str, clause: str, question: str) -> list[str]:
@@ -72,11 +110,17 @@ def read_negative(
 ) -> tuple[str, str, bool]:
     """(outcome, clause, unsure) for a negative test's answer. Outcomes: refusal, refusal_citing_trap, took_trap,
     hedged_trap, hedged, outside, answered. `unsure`: the rules cannot settle it (a judge or a person may)."""
-    refused = any(r.refusal for r in readings)
+    placed = {
+        i for i, r in enumerate(readings) if _states(r, trap_value, question) and _placed_elsewhere(r.clause, question)
+    }
+    refused = bool(placed) or any(r.refusal for r in readings)
     rejected = _rejected(answer, trap_value, question)
     trap_cited, unclear = False, None
-    for r in readings:
+    for i, r in enumerate(readings):
         trap = _states(r, trap_value, question)
+        if i in placed:
+            trap_cited = True
+            continue
         offered = _new_facts(answer, r.clause, question)
         if r.refusal and not (r.hedge and offered):  # "possibly X, since they aren't mentioned again" offers X
             trap_cited = trap_cited or trap

@@ -16,7 +16,9 @@ def _test(kind: str, expected: str, quote: str, trap: str | None = None) -> Gold
 
 
 def _verdict(test: GoldenTest, answer: str) -> tuple[str, str]:
-    v = decide(test, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), ("not in documents",), "t", [test.quote])
+    v = decide(
+        test, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), ("not in documents",), "t", contexts=[test.quote]
+    )
     return v.verdict, v.reason
 
 
