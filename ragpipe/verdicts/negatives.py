@@ -80,8 +80,8 @@ _FOR_NOT = re.compile(
     r"\b(?:is|are|was|were|applies|apply|refers|refer|relates|relate|covers|cover|concerns)\s+(?:only\s+)?"
     r"(?:to|for|in|about)\s+(?P<a>[^,;:]+?),?\s+(?:and\s+|but\s+)?not\s+(?:to\s+|for\s+|in\s+|about\s+)?(?P<b>[^,;:.]+)"
 )
-_OTHER = re.compile(
-    r"\b(?:is|are|was|were|refers\s+to|applies\s+to|belongs\s+to)\s+(?:for\s+)?(?:a|an)\s+"
+_OTHER = re.compile(  # the value's own short phrase is the subject: "the 12 % figure is a different comparison"
+    r"^\W*(?:\S+\s+){0,4}?(?:is|are|was|were|refers\s+to|applies\s+to|belongs\s+to)\s+(?:for\s+)?(?:a|an)\s+"
     r"(?:different|separate|unrelated)\s+(?:comparison|measure|metric|period|figure|quantity|baseline|year|quarter)\b"
 )
 

@@ -44,3 +44,8 @@ def test_a_value_of_the_text_said_of_what_was_asked_never_passes_beside_a_refusa
     assert _verdict("The 12 % figure is for 2019, not 2021; in 2021 it fell 9 %.")[0] != "pass"
     verdict, reason = _verdict("The 12 % figure is for 2019, not 2021. In 2021 it fell 7 %.")
     assert verdict == "fail" and "outside the context" in reason  # 7 % is in no retrieved text
+
+
+def test_another_comparison_is_said_of_the_value_itself() -> None:
+    """ "is a different figure" about something else in the sentence is no refusal of the trap given first."""
+    assert _verdict("Fuel use fell by 12 % in 2021, which is a different figure from 2019.")[0] == "fail"
