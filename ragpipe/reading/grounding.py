@@ -14,7 +14,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from ragpipe.reading.match import content_words, digits, notations, numbers, with_carets
+from ragpipe.reading.match import content_words, digits, numbers
+from ragpipe.reading.notation import notations, with_carets
 
 # Words about the source and the answering: a capitalized "Context" or "Answer" is not a fact about the subject.
 _META = content_words(  # content_words keeps 5 letters: "passage" covers "passages"

@@ -11,6 +11,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from ragpipe.core import normalize_text
+from ragpipe.reading.notation import SCI, TINY, as_decimal, mantissa_exponent, with_carets
 
 _SCALE = {
     "k": 1e3,
@@ -214,63 +215,10 @@ def _canonical(text: str) -> str:
     text = "".join(_GREEK.get(ch, ch) for ch in unicodedata.normalize("NFKC", text).lower())
     out = re.sub(r"(?<![\w.])v(?=\d)", "", digits(text), flags=re.IGNORECASE)
     out = re.sub(r"\b(\d{1,2})(?:st|nd|rd|th)\s+century\b", r"century\1", out)
-    out = _SCI.sub(_sci, out)
-    out = _TINY.sub(lambda m: "sci{:g}e{}".format(*_mantissa(float(m.group(0)))), out)  # 0.000000001 = 1e-09
+    out = SCI.sub(as_decimal, out)
+    out = TINY.sub(lambda m: "sci{:g}e{}".format(*mantissa_exponent(float(m.group(0)))), out)  # 0.000000001 = 1e-09
     out = re.sub(r"\b(\d{1,2})00s\b", lambda m: f"century{int(m.group(1)) + 1}", out)
     return re.sub(r"(?<=\d)\s*\.\.\.?\s*(?=\d)", " to ", out)
-
-
-# Scientific notation in its written forms: "1e-09", "10^-9", "10**-9", "1.5 x 10^3", "2.5 \u00d7 10^-3",
-# "2.5*10^-3", "10\u207b\u2079", "10 to the 6th (power)", "3 times 10 to the power of 4".
-_SUPER = str.maketrans("\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079", "-0123456789")
-_SCI = re.compile(
-    r"(?<![\w.])(?:(\d+(?:\.\d+)?)\s*(?:x|\u00d7|\*|times)\s*)?10\s*(?:\^|\*\*)\s*([+-]?\d+)(?![\w.])|"
-    r"(?<![\w.])(\d+(?:\.\d+)?)e([+-]?\d+)(?![\w.])|"
-    r"(?<![\w.])(?:(\d+(?:\.\d+)?)\s*(?:x|\u00d7|\*|times)\s*)?10 to the (?:power of )?([+-]?\d+)(?:st|nd|rd|th)?"
-    r"(?: power)?(?![\w.])"
-)
-
-
-_TINY = re.compile(r"(?<![\w.])0\.0{3,}\d+(?![\w.])")  # a decimal with four or more leading zeros
-
-
-def _mantissa(value: float) -> tuple[float, int]:
-    mantissa, exponent = f"{value:e}".split("e")
-    return float(mantissa), int(exponent)
-
-
-def with_carets(text: str) -> str:
-    """Superscript exponents written with a caret, as the same notation in plain characters: "10\u207b\u00b3" ->
-    "10^-3" (Unicode normalization would make it "10\u22123", a subtraction)."""
-    return re.sub(
-        r"10([\u207b\u2070\u00b9\u00b2\u00b3\u2074-\u2079]+)", lambda m: "10^" + m.group(1).translate(_SUPER), text
-    )
-
-
-def notations(text: str) -> list[tuple[int, int, float]]:
-    """(start, end, value) of each value written in scientific notation in `text` (superscripts as carets first):
-    "2.5 x 10^-3 m" gives (0, 11, 0.0025)."""
-    out = []
-    for m in _SCI.finditer(text):
-        mantissa = m.group(1) or m.group(3) or m.group(5) or "1"
-        exponent = int(m.group(2) or m.group(4) or m.group(6))
-        out.append((m.start(), m.end(), float(mantissa) * 10.0**exponent))
-    return out
-
-
-def _sci(m: re.Match[str]) -> str:
-    """A value in scientific notation as the decimal it equals ("2.5 x 10^-3" -> "0.0025", "6 x 10^4" -> "60000"), so it
-    meets the same value written out; a value so small that its decimal has four or more leading zeros stays a
-    notation token, the form such a decimal takes too (_TINY)."""
-    from decimal import Decimal
-
-    mantissa = m.group(1) or m.group(3) or m.group(5) or "1"
-    exponent = int(m.group(2) or m.group(4) or m.group(6))
-    value = Decimal(mantissa).scaleb(exponent)
-    if value != 0 and abs(value) < Decimal("0.0001"):
-        return f"sci{float(mantissa):g}e{exponent}"
-    text = format(value.normalize(), "f")
-    return text
 
 
 def _years_for(answer: str, expected: str) -> str:

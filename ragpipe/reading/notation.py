@@ -1,0 +1,58 @@
+"""Scientific notation as people type it: its written forms, the decimal each stands for, and where it stands in a
+text (ragpipe.reading.match compares values through these; ragpipe.reading.grounding grounds them as one value)."""
+
+from __future__ import annotations
+
+import re
+
+# Scientific notation in its written forms: "1e-09", "10^-9", "10**-9", "1.5 x 10^3", "2.5 \u00d7 10^-3",
+# "2.5*10^-3", "10\u207b\u2079", "10 to the 6th (power)", "3 times 10 to the power of 4".
+_SUPER = str.maketrans("\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079", "-0123456789")
+SCI = re.compile(
+    r"(?<![\w.])(?:(\d+(?:\.\d+)?)\s*(?:x|\u00d7|\*|times)\s*)?10\s*(?:\^|\*\*)\s*([+-]?\d+)(?![\w.])|"
+    r"(?<![\w.])(\d+(?:\.\d+)?)e([+-]?\d+)(?![\w.])|"
+    r"(?<![\w.])(?:(\d+(?:\.\d+)?)\s*(?:x|\u00d7|\*|times)\s*)?10 to the (?:power of )?([+-]?\d+)(?:st|nd|rd|th)?"
+    r"(?: power)?(?![\w.])"
+)
+TINY = re.compile(r"(?<![\w.])0\.0{3,}\d+(?![\w.])")  # a decimal with four or more leading zeros
+
+
+def mantissa_exponent(value: float) -> tuple[float, int]:
+    mantissa, exponent = f"{value:e}".split("e")
+    return float(mantissa), int(exponent)
+
+
+def with_carets(text: str) -> str:
+    """Superscript exponents written with a caret, as the same notation in plain characters: "10\u207b\u00b3" ->
+    "10^-3" (Unicode normalization would make it "10\u22123", a subtraction)."""
+    return re.sub(
+        r"10([\u207b\u2070\u00b9\u00b2\u00b3\u2074-\u2079]+)", lambda m: "10^" + m.group(1).translate(_SUPER), text
+    )
+
+
+def notations(text: str) -> list[tuple[int, int, float]]:
+    """(start, end, value) of each value written in scientific notation in `text` (superscript exponents: through
+    with_carets first): "2.5 x 10^-3 m" gives (0, 11, 0.0025)."""
+    out = []
+    for m in SCI.finditer(text):
+        mantissa, exponent = _parts(m)
+        out.append((m.start(), m.end(), float(mantissa) * 10.0**exponent))
+    return out
+
+
+def _parts(m: re.Match[str]) -> tuple[str, int]:
+    """(mantissa as written, exponent) of a SCI match: "10^-9" has the mantissa 1."""
+    return m.group(1) or m.group(3) or m.group(5) or "1", int(m.group(2) or m.group(4) or m.group(6))
+
+
+def as_decimal(m: re.Match[str]) -> str:
+    """A value in scientific notation as the decimal it equals ("2.5 x 10^-3" -> "0.0025", "6 x 10^4" -> "60000"), so it
+    meets the same value written out; a value so small that its decimal has four or more leading zeros stays a
+    notation token, the form such a decimal takes too (TINY)."""
+    from decimal import Decimal
+
+    mantissa, exponent = _parts(m)
+    value = Decimal(mantissa).scaleb(exponent)
+    if value != 0 and abs(value) < Decimal("0.0001"):
+        return f"sci{float(mantissa):g}e{exponent}"
+    return format(value.normalize(), "f")
