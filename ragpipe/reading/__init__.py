@@ -1,8 +1,8 @@
 """Reading an answer as a careful grader does: the refusal grammar (does it refuse, hedge, cite, or state?) and answer
-matching (does it state the expected value: numbers, units, dates, versions, lists, scientific notation), and grounding (the facts an
-answer states, whether the retrieved text holds them, and where a value stands: negated, contrasted, a range, one of
-alternatives; spaCy's dependency parse). Shared by the golden set (a test's
-kind from its expected answer), the verdict rule and NIAH's scoring."""
+matching (does it state the expected value: numbers, units, dates, versions, lists, scientific notation), and
+grounding (the facts an answer states, whether the retrieved text holds them, and where a value stands: negated,
+contrasted, a range, one of alternatives; spaCy's dependency parse). Shared by the golden set (a test's kind from its
+expected answer), the verdict rule and NIAH's scoring."""
 
 from ragpipe.core import lazy_exports
 
