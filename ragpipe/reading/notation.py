@@ -12,7 +12,8 @@ SCI = re.compile(
     r"(?<![\w.])(?:(\d+(?:\.\d+)?)\s*(?:x|\u00d7|\*|times)\s*)?10\s*(?:\^|\*\*)\s*([+-]?\d+)(?![\w.])|"
     r"(?<![\w.])(\d+(?:\.\d+)?)e([+-]?\d+)(?![\w.])|"
     r"(?<![\w.])(?:(\d+(?:\.\d+)?)\s*(?:x|\u00d7|\*|times)\s*)?10 to the (?:power of )?([+-]?\d+)(?:st|nd|rd|th)?"
-    r"(?: power)?(?![\w.])"
+    r"(?: power)?(?![\w.])",
+    re.IGNORECASE,  # "2.5E-3", "2.5 X 10^-3"
 )
 TINY = re.compile(r"(?<![\w.])0\.0{3,}\d+(?![\w.])")  # a decimal with four or more leading zeros
 

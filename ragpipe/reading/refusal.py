@@ -24,6 +24,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from ragpipe.reading.notation import with_carets
+
 _CONTRACTIONS = [
     (r"\bcan'?t\b", "can not"),
     (r"\bcannot\b", "can not"),
@@ -262,7 +264,7 @@ _TABLE_HEADER = re.compile(r"^[ \t]*\|[^\n]*\|[ \t]*\n[ \t]*\|[ \t:|-]*-[ \t:|-]
 
 def prepare(text: str) -> str:
     """Lower-case, straight quotes, contractions expanded, markup and JSON punctuation turned into spaces."""
-    t = unicodedata.normalize("NFKC", text).lower()
+    t = unicodedata.normalize("NFKC", with_carets(text)).lower()  # "10\u207b\u00b3" as "10^-3", as facts read it
     t = t.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
     t = re.sub(r"[`*_#>|{}\[\]\"]", " ", t)
     for pattern, repl in _CONTRACTIONS:

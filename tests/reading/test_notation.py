@@ -73,3 +73,11 @@ def test_superscripts_become_carets_and_spans_cover_the_whole_notation() -> None
     [(start, end, value)] = notations("gap 2.5 x 10^-3 m")
     assert "gap 2.5 x 10^-3 m"[start:end] == "2.5 x 10^-3" and value == pytest.approx(0.0025)
     assert notations("version 10.3 of the spec") == []
+
+
+def test_a_restatement_in_superscripts_is_checked_like_any_other() -> None:
+    """A wrong restatement beside the right value waits for a reviewer; the right one passes."""
+    test = _test("positive", "0.0025 m", "The gap is 0.0025 m.")
+    assert _verdict(test, "The gap is 0.0025 m, i.e. 2.5 \u00d7 10\u207b\u00b3 m.")[0] == "pass"
+    assert _verdict(test, "The gap is 0.0025 m, i.e. 2.5 \u00d7 10\u207b\u2074 m.")[0] == "needs_review"
+    assert _verdict(test, "The gap is 2.5E-3 m.")[0] == "pass"
