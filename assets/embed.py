@@ -79,19 +79,12 @@ def _embed_shard(context: Any, ragpipe: RagpipeResource, stage: str, i: int, sha
     return {**stats, "threads": threads, "pid": os.getpid()}
 
 
-def _embed_merge(context: Any, ragpipe: RagpipeResource, stage: str, shards: int) -> dg.Output:
-    s = ragpipe.settings()
-    with ragpipe.warehouse() as con:
-        stats = embed.merge_embed_shards(s, con, context.run.run_id, Path(stage), shards, log=context.log.info)
-        metadata, version = _embeddings_output(s, con, stats)
-    return dg.Output(None, metadata=metadata, data_version=version)
-
-
 EMBED_SHARDS = ShardedStage(
     prefix="embed",
     plan=_embed_plan,
     shard=_embed_shard,
-    merge=_embed_merge,
+    merge=embed.merge_embed_shards,
+    output=_embeddings_output,
     plan_doc="Which texts need a vector, one work file per shard (reads DuckDB and LanceDB).",
     shard_doc="One shard's vectors into the staging directory; touches no database, so shards run in parallel.",
     merge_doc="Every shard's vectors into the LanceDB table (content-hash sync: any order gives the same table).",

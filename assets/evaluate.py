@@ -6,7 +6,7 @@ from typing import Any
 
 import dagster as dg
 
-from ragpipe.assets.stages import Stage, StageRun, recorded, stage_asset
+from ragpipe.assets.stages import Stage, StageRun, stage_asset
 from ragpipe.assets.tables import named, table_of_tests
 from ragpipe.core import REWRITES_FILE, VERDICTS
 from ragpipe.reports import changes_table, load_summary, render_markdown
@@ -45,7 +45,7 @@ def _golden_set_result(step: StageRun) -> dg.MaterializeResult:
             "path": dg.MetadataValue.path(stats["path"]),
             "corpus_drift": len(drifted),
             "drifted_tests": dg.MetadataValue.md("\n".join(f"- {d}" for d in drifted) or "(none)"),
-            **recorded(step.settings, GOLDEN_SET),
+            **step.recorded(),
         },
         data_version=dg.DataVersion(stats["sha256"][:16]),
     )
@@ -67,7 +67,7 @@ def _stamps_result(step: StageRun) -> dg.MaterializeResult:
         ],
         metadata={
             **stats,
-            **recorded(step.settings, STAMPS),
+            **step.recorded(),
             "stamp_changes": table_of_tests(
                 [(c["question_id"], c["anchor"], c["status"], c["reason"]) for c in changes],
                 ("test", "anchor", "status", "detail"),
@@ -76,9 +76,9 @@ def _stamps_result(step: StageRun) -> dg.MaterializeResult:
     )
 
 
-def _stats_result(stage: str) -> Any:
+def _stats_result(step: StageRun) -> dg.MaterializeResult:
     """The library's stats and the recorded inputs: what retrievals and answers record."""
-    return lambda step: dg.MaterializeResult(metadata={**step.stats, **recorded(step.settings, STAGES_BY_NAME[stage])})
+    return dg.MaterializeResult(metadata={**step.stats, **step.recorded()})
 
 
 def _gate(blocking: list[Any]) -> str:
@@ -171,7 +171,7 @@ def _verdicts_result(step: StageRun) -> dg.MaterializeResult:
             "changed": len(summary.changes),
             "chunker_tag": summary.chunker_tag,
             "embedder_tag": summary.embedder_tag,
-            **recorded(step.settings, VERDICTS_STAGE),
+            **step.recorded(),
         },
         check_results=checks,
     )
@@ -207,7 +207,7 @@ RETRIEVALS = Stage(
     upstream=lambda s: ["stamps", "embeddings", *(["subject"] if s.subject.kind != "pipeline" else [])],
     version="retriever",
     run="retrieve_stage",
-    result=_stats_result("retrievals"),
+    result=_stats_result,
     kinds=("lancedb", "duckdb"),
     takes_trigger=True,
     description=lambda s: (
@@ -220,7 +220,7 @@ ANSWERS = Stage(
     upstream=lambda s: ["retrievals"],
     version="answerer",
     run="answer_stage",
-    result=_stats_result("answers"),
+    result=_stats_result,
     takes_trigger=True,
     description=lambda s: f"Answers from the '{s.answerer.kind}' answerer with latency and token counts.",
 )
@@ -237,7 +237,6 @@ VERDICTS_STAGE = Stage(
     ),
 )
 EVAL_STAGES = (GOLDEN_SET, STAMPS, RETRIEVALS, ANSWERS, VERDICTS_STAGE)  # in pipeline order
-STAGES_BY_NAME = {stage.name: stage for stage in EVAL_STAGES}
 
 
 def build_eval_assets(settings: Settings, stages: tuple[Stage, ...] = EVAL_STAGES) -> list[dg.AssetsDefinition]:

@@ -164,19 +164,12 @@ def _parse_shard(context: Any, ragpipe: RagpipeResource, stage: str, i: int, sha
     return {**stats, "pid": os.getpid()}
 
 
-def _parse_merge(context: Any, ragpipe: RagpipeResource, stage: str, shards: int) -> dg.Output:
-    with ragpipe.warehouse() as con:
-        s = ragpipe.settings()
-        stats = ingest.merge_parse_shards(s, con, context.run.run_id, Path(stage), shards, log=context.log.info)
-        metadata, version = _documents_output(s, con, stats)
-    return dg.Output(None, metadata=metadata, data_version=version)
-
-
 PARSE_SHARDS = ShardedStage(
     prefix="parse",
     plan=_parse_plan,
     shard=_parse_shard,
-    merge=_parse_merge,
+    merge=ingest.merge_parse_shards,
+    output=_documents_output,
     plan_doc="Which files need parsing, one work file per shard (reads DuckDB).",
     shard_doc="One shard's files parsed into the staging directory; touches no database, so shards run in parallel.",
     merge_doc="Every shard's results into DuckDB in path order (the same rows whatever the shard count or order).",

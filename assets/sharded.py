@@ -2,6 +2,7 @@
 [scale].parse_shards > 1 and the embeddings asset with [scale].embed_shards > 1 are two rows of it (ShardedStage)."""
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import dagster as dg
@@ -19,7 +20,10 @@ class ShardedStage:
     prefix: str
     plan: Callable[[Any, RagpipeResource, int], str]  # (context, ragpipe, shards) -> the staging folder of the run
     shard: Callable[[Any, RagpipeResource, str, int, int], dict[str, Any]]  # (.., folder, i, shards) -> metadata
-    merge: Callable[[Any, RagpipeResource, str, int], dg.Output]  # (.., folder, shards) -> the asset's output
+    # the library's merge, (settings, con, run_id, folder, shards, log=) -> stats, and what the asset records of them,
+    # (settings, con, stats) -> (metadata, data version): the same as the stage's one-step asset records
+    merge: Callable[..., dict[str, Any]]
+    output: Callable[[Any, Any, dict[str, Any]], tuple[dict[str, Any], dg.DataVersion]]
     plan_doc: str
     shard_doc: str
     merge_doc: str
@@ -46,7 +50,11 @@ def sharded_asset(spec: ShardedStage, shards: int, upstream: dg.AssetsDefinition
     @dg.op(name=f"{spec.prefix}_merge", pool="duckdb", description=spec.merge_doc)
     @door
     def merge(context: dg.OpExecutionContext, ragpipe: RagpipeResource, stages: list[str]) -> dg.Output:
-        return spec.merge(context, ragpipe, stages[0], shards)
+        s = ragpipe.settings()
+        with ragpipe.warehouse() as con:
+            stats = spec.merge(s, con, context.run.run_id, Path(stages[0]), shards, log=context.log.info)
+            metadata, version = spec.output(s, con, stats)
+        return dg.Output(None, metadata=metadata, data_version=version)
 
     @dg.graph_asset(ins={"upstream": dg.AssetIn(key=upstream.key, dagster_type=dg.Nothing)}, **common)
     def fanned_out(upstream):

@@ -25,6 +25,22 @@ GROUP = "evaluate"
 
 
 @dataclass(frozen=True)
+class Stage:
+    name: str  # the asset key
+    upstream: Callable[[Settings], list[str]]  # the assets it reads
+    version: str  # the stage (ragpipe.versions) whose settings sections and implementation version it
+    run: str | Callable[..., dict[str, Any]]  # the library function, or its name in ragpipe.evaluate (looked up per
+    # run): (settings, con, run_id, log=[, trigger=]) -> stats
+    result: Callable[["StageRun"], dg.MaterializeResult]  # the stats as Dagster records them
+    description: Callable[[Settings], str]
+    kinds: tuple[str, ...] = ("duckdb",)
+    checks: dict[str, str] = field(default_factory=dict)  # check name -> what it checks
+    takes_trigger: bool = False  # `run` records why the run ran (eval_runs.trigger)
+    records_tests: bool = False  # its recorded inputs include a hash per test (the golden file)
+    version_suffix: Callable[[Settings], str] | None = None  # more of the code version (the golden file's hash)
+
+
+@dataclass(frozen=True)
 class StageRun:
     """What a row's `result` reads: the step's context, the settings, the open warehouse, the library's stats."""
 
@@ -33,22 +49,11 @@ class StageRun:
     con: Any
     stats: dict[str, Any]
     severity: dg.AssetCheckSeverity
+    stage: Stage
 
-
-@dataclass(frozen=True)
-class Stage:
-    name: str  # the asset key
-    upstream: Callable[[Settings], list[str]]  # the assets it reads
-    version: str  # the stage (ragpipe.versions) whose settings sections and implementation version it
-    run: str | Callable[..., dict[str, Any]]  # the library function, or its name in ragpipe.evaluate (looked up per
-    # run): (settings, con, run_id, log=[, trigger=]) -> stats
-    result: Callable[[StageRun], dg.MaterializeResult]  # the stats as Dagster records them
-    description: Callable[[Settings], str]
-    kinds: tuple[str, ...] = ("duckdb",)
-    checks: dict[str, str] = field(default_factory=dict)  # check name -> what it checks
-    takes_trigger: bool = False  # `run` records why the run ran (eval_runs.trigger)
-    records_tests: bool = False  # its recorded inputs include a hash per test (the golden file)
-    version_suffix: Callable[[Settings], str] | None = None  # more of the code version (the golden file's hash)
+    def recorded(self) -> dict[str, Any]:
+        """What the stage is computed from, as its materialization records it."""
+        return recorded(self.settings, self.stage)
 
 
 def recorded(s: Settings, stage: Stage) -> dict[str, Any]:
@@ -92,6 +97,6 @@ def stage_asset(stage: Stage, settings: Settings, severity: dg.AssetCheckSeverit
             with failure_recorded(context, con):
                 run = getattr(evaluate, stage.run) if isinstance(stage.run, str) else stage.run
                 stats = run(s, con, context.run.run_id, log=context.log.info, **extra)
-            return stage.result(StageRun(context, s, con, stats, severity))
+            return stage.result(StageRun(context, s, con, stats, severity, stage))
 
     return evaluation_stage

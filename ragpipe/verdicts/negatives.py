@@ -110,14 +110,13 @@ def read_negative(
 ) -> tuple[str, str, bool]:
     """(outcome, clause, unsure) for a negative test's answer. Outcomes: refusal, refusal_citing_trap, took_trap,
     hedged_trap, hedged, outside, answered. `unsure`: the rules cannot settle it (a judge or a person may)."""
-    placed = {
-        i for i, r in enumerate(readings) if _states(r, trap_value, question) and _placed_elsewhere(r.clause, question)
-    }
+    states = [_states(r, trap_value, question) for r in readings]
+    placed = {i for i, r in enumerate(readings) if states[i] and _placed_elsewhere(r.clause, question)}
     refused = bool(placed) or any(r.refusal for r in readings)
     rejected = _rejected(answer, trap_value, question)
     trap_cited, unclear = False, None
     for i, r in enumerate(readings):
-        trap = _states(r, trap_value, question)
+        trap = states[i]
         if i in placed:
             trap_cited = True
             continue
