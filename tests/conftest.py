@@ -20,6 +20,7 @@ pytest_plugins = ["s3kit", "pgkit"]
 EXAMPLES = ROOT / "examples"
 # Locally built models (minilm-static, ONNX exports) are shared by every test project of a session.
 MODELS_DIR = str(Path(tempfile.gettempdir()) / f"ragpipe-test-models-{os.getuid()}")
+os.environ.setdefault("RAGPIPE_MODELS_DIR", MODELS_DIR)  # the entailment reader's int8 build, once per session
 
 
 def write_settings(path: Path, sections: dict[str, Any]) -> Path:

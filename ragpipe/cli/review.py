@@ -74,13 +74,15 @@ def add_parsers(sub: Any) -> None:
         "note). A decision is kept in the warehouse's `reviews` table, keyed by the test's own content and the "
         "answer text: every later run that produces the same answer to the same test reuses it; a different answer "
         "is judged afresh. The `manual_corrections` view gives the share of each run's verdicts that a decision "
-        "overruled.",
+        "overruled; `corrections_by_reason` the decisions per kind of reason the rule gave, so a rule a reviewer "
+        "keeps overruling shows.",
         epilog="""\
 Examples:
   ragpipe review                                   one needs_review verdict after another, interactively
   ragpipe review --list                            what awaits review (exit 1 while anything does)
   ragpipe review --decide neg_07 pass --note "cites the 2023 figure as the documents' only one"
-  ragpipe sql "SELECT * FROM manual_corrections"   reviewed and overruled verdicts per run""",
+  ragpipe sql "SELECT * FROM manual_corrections"   reviewed and overruled verdicts per run
+  ragpipe sql "SELECT * FROM corrections_by_reason" which reasons reviewers overrule most""",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--list", action="store_true", help="list what needs review and exit (1 while anything does)")

@@ -24,6 +24,8 @@ _EXPORTS = {
     "model_build": [
         "ONNX_BUILDS",
         "ONNX_FILE",
+        "atomic_build",
+        "quantize_int8",
         "minilm_path",
         "weights_fingerprint",
         "st_tag",

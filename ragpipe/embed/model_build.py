@@ -82,7 +82,7 @@ def max_seq_length(source: Path, default: int = 256) -> int:
         return default
 
 
-def _atomic_build(target: Path, build: Callable[[Path], None]) -> bool:
+def atomic_build(target: Path, build: Callable[[Path], None]) -> bool:
     """Build into a private temporary directory beside `target`, then rename it into place.
 
     A killed build never leaves a half model at `target`; two processes building at once both succeed (the loser's
@@ -175,7 +175,7 @@ def _export_minilm_onnx(source: Path, out_dir: Path, max_seq: int) -> None:
     raw.unlink()
 
 
-def _quantize_int8(fp32_model: Path, out_dir: Path) -> None:
+def quantize_int8(fp32_model: Path, out_dir: Path) -> None:
     import logging
 
     import onnx
@@ -244,15 +244,15 @@ def build_minilm_onnx(models_dir: Path, int8: bool = False) -> tuple[Path, str, 
         (tmp / "build.json").write_text(json.dumps({"source": str(source), "params": fp32_params}, indent=1))
         ONNX_BUILDS["export"] += 1
 
-    built = _atomic_build(fp32_dir, export)
+    built = atomic_build(fp32_dir, export)
     if not int8:
         return fp32_dir / ONNX_FILE, fp32_fp, built
     int8_dir = models_dir / f"minilm-onnx-int8-{int8_fp}"
 
     def quantize(tmp: Path) -> None:
-        _quantize_int8(fp32_dir / ONNX_FILE, tmp)
+        quantize_int8(fp32_dir / ONNX_FILE, tmp)
         (tmp / "build.json").write_text(json.dumps({"source": str(source), "params": int8_params}, indent=1))
         ONNX_BUILDS["quantize"] += 1
 
-    built = _atomic_build(int8_dir, quantize) or built
+    built = atomic_build(int8_dir, quantize) or built
     return int8_dir / ONNX_FILE, int8_fp, built

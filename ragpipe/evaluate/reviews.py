@@ -101,13 +101,15 @@ def decide_review(con: duckdb.DuckDBPyConnection, question_id: str, decision: st
     if p.verdict in ("did_not_run", "error"):
         raise ReviewError(f"{question_id}: its verdict is {p.verdict}; there is no answer to review ({p.reason})")
     prior = con.execute(
-        "SELECT rule_verdict FROM reviews WHERE test_sha = ? AND answer_sha = ?", [p.test_sha, answer_sha(p.answer)]
+        "SELECT rule_verdict, rule_reason FROM reviews WHERE test_sha = ? AND answer_sha = ?",
+        [p.test_sha, answer_sha(p.answer)],
     ).fetchone()
-    rule_verdict = prior[0] if prior else p.verdict  # a second decision keeps what the rule had said
+    rule_verdict, rule_reason = prior if prior else (p.verdict, p.reason)  # a second decision keeps the rule's
     with transaction(con):
         con.execute(
-            "INSERT OR REPLACE INTO reviews VALUES (?, ?, ?, ?, ?, ?, ?, now())",
-            [p.test_sha, answer_sha(p.answer), question_id, decision, note, rule_verdict, p.answer],
+            "INSERT OR REPLACE INTO reviews (test_sha, answer_sha, question_id, decision, note, rule_verdict, answer, "
+            "decided_at, rule_reason) VALUES (?, ?, ?, ?, ?, ?, ?, now(), ?)",
+            [p.test_sha, answer_sha(p.answer), question_id, decision, note, rule_verdict, p.answer, rule_reason],
         )
         con.execute(
             "UPDATE verdicts SET verdict = ?, matched_by = 'review', reason = ? "

@@ -1,7 +1,9 @@
 """Reading an answer as a careful grader does: the refusal grammar (does it refuse, hedge, cite, or state?) and answer
 matching (does it state the expected value: numbers, units, dates, versions, lists, scientific notation), and
 grounding (the facts an answer states, whether the retrieved text holds them, and where a value stands: negated,
-contrasted, a range, one of alternatives; spaCy's dependency parse). Shared by the golden set (a test's kind from its
+contrasted, a range, one of alternatives; spaCy's dependency parse), quantities as dimensions (units), and the
+entailment reader: an answer cut into claims, each read against the retrieved sentences it speaks of as supported,
+contradicted or not in the context (a small cross-encoder trained here, from rule-made claims: synth). Shared by the golden set (a test's kind from its
 expected answer), the verdict rule and NIAH's scoring."""
 
 from ragpipe.core import lazy_exports
@@ -46,5 +48,10 @@ _EXPORTS = {
         "answer_matches",
     ],
     "notation": ["with_carets", "notations"],
+    "premises": ["premise", "sentences", "keys"],
+    "statements": ["claims_of", "framing", "plain"],
+    "entailment": ["Entailment", "entail", "available", "reader"],
+    "units": ["Measure", "measures", "wrong_unit", "conversions", "states_converted"],
+    "synth": ["Example", "examples"],
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -17,8 +17,10 @@ from ragpipe.reading import (
     names_in,
     numbers,
     opposed,
+    reassigned,
     said_there,
     standing,
+    swapped,
     table_row,
 )
 
@@ -302,4 +304,29 @@ def second_value(
             if f.kind == "number" and in_clause(f.text, r.clause) and value and not (value & known or listed):
                 if standing(answer, f.text, question) not in ("negated", "contrasted", "range", "alternative"):
                     return r.clause
+    return None
+
+
+def unsaid_beside(
+    text: str, readings: list[Reading], stating: list[int], passages: Grounds, expected: str, question: str
+) -> str | None:
+    """What else the answer says that the retrieved text does not: the value denied later, a second value for
+    what was asked, a number taken from another statement of the text."""
+    denied = denied_after(readings, stating, expected, question)
+    if denied:
+        return f"then denies it: {denied[:120]!r}"
+    other = second_value(text, readings, stating, expected, question, passages)
+    if other:
+        return f"and another value for what was asked: {other[:120]!r}"
+    code = reassigned(text, passages)
+    if code:
+        return f"beside {code}"
+    for i, r in enumerate(readings):
+        swap = (
+            None
+            if r.refusal
+            else swapped(text, r.clause, readings[i - 1].clause if i else "", passages, question, expected)
+        )
+        if swap:
+            return f"beside {swap}"
     return None

@@ -30,36 +30,40 @@ from ragpipe.reading import (
     Reading,
     answer_matches,
     content_words,
+    conversions,
     digits,
     grounds,
+    is_refusal,
     numbers,
     outside,
     prepare,
     read_answer,
-    reassigned,
-    swapped,
+    states_converted,
     unwrap,
     versions,
+    wrong_unit,
 )
+from ragpipe.verdicts.entailed import finding
 from ragpipe.verdicts.negatives import read_negative
 from ragpipe.verdicts.positives import (
     ASIDE,
     aside,
     bound_denied,
     concludes_otherwise,
-    denied_after,
     disowned,
     first_code,
     needs_whole,
     opposed_claim,
     rival_first,
     said_of_other,
-    second_value,
     states_core,
+    unsaid_beside,
     whole,
 )
 
-IMPL_VERSION = "6"
+IMPL_VERSION = "7"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
+# 7: claims beside the value read by the entailment reader (contradicted: fail; not in the context: needs_review);
+#    units as dimensions (the expected number in another unit fails, a conversion beside the value is computed).
 # 6: beside the right value, a number or name taken from another statement of the retrieved text, code giving a
 #    parameter another's value, the value denied after it, a second value for what was asked (needs_review); a
 #    plain word's options are those joined by "or"; names beside an expected number; "instead of" before a value.
@@ -151,7 +155,7 @@ def decide(
     if test.kind == "negative":
         return _negative(test, text, readings, g, v)
     passages = grounds(tuple(contexts), "")  # the retrieved texts alone: the question states nothing
-    return _positive(test, text, readings, g, passages, v)
+    return _positive(test, text, readings, g, passages, v, tuple(contexts))
 
 
 def _negative(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, v: Any) -> Verdict:
@@ -232,38 +236,84 @@ def _not_the_answer(
     return None
 
 
-def _unsaid(
-    text: str, readings: list[Reading], stating: list[int], passages: Grounds, expected: str, question: str
-) -> str | None:
-    """What else the answer says that the retrieved text does not: the value denied later, a second value for
-    what was asked, a number taken from another statement of the text."""
-    denied = denied_after(readings, stating, expected, question)
-    if denied:
-        return f"then denies it: {denied[:120]!r}"
-    other = second_value(text, readings, stating, expected, question, passages)
-    if other:
-        return f"and another value for what was asked: {other[:120]!r}"
-    code = reassigned(text, passages)
-    if code:
-        return f"beside {code}"
-    for i, r in enumerate(readings):
-        swap = (
-            None
-            if r.refusal
-            else swapped(text, r.clause, readings[i - 1].clause if i else "", passages, question, expected)
+def _beside(
+    text: str,
+    readings: list[Reading],
+    stating: list[int],
+    g: Grounds,
+    passages: Grounds,
+    test: GoldenTest,
+    contexts: tuple[str, ...],
+    v: Any,
+) -> Verdict | None:
+    """The expected value is stated as the answer: what else the answer says, checked against the retrieved texts
+    (a wrong conversion, names and numbers they do not hold, a claim they contradict or do not make)."""
+    expected, question = test.expected_answer, test.question
+    converted, misconverted = conversions(text, expected)
+    if misconverted:
+        return v("fail", f"states {expected!r}, then converts it wrongly: {', '.join(misconverted)!r}")
+    extra = [  # claims the retrieved text does not hold; in the clause stating the value, not the value's own
+        f  # other form ("5000 ms" for "five seconds", "18.3 km" for "60,000 feet")
+        for i, r in enumerate(readings)
+        for f in outside(text, r.clause, g)
+        if f.lower() not in expected.lower()
+        and not re.fullmatch(r"\d", f)
+        and not (i in stating and _restates(r.clause, f, expected))
+        and not any(f.lower() in c.lower() or c.lower() in f.lower() for c in converted)
+    ]
+    if extra:  # the expected value, beside claims the retrieved text does not hold
+        return v(
+            "fail",
+            f"states {expected!r}, beside {', '.join(dict.fromkeys(extra))} that the retrieved text does not "
+            "hold: for a reviewer",
+            unsure=True,
         )
-        if swap:
-            return f"beside {swap}"
+    claim = opposed_claim(readings, expected, g)
+    if claim:
+        return v("fail", f"states {expected!r}, beside a claim the retrieved text contradicts: {claim}", unsure=True)
+    unsaid = unsaid_beside(text, readings, stating, passages, expected, question)
+    if unsaid:
+        return v("fail", f"states {expected!r}, {unsaid}: for a reviewer", unsure=True)
+    for c in converted:  # a right conversion is the value itself, no claim of its own
+        text = text.replace(c, "")
+    read = finding(text, contexts, f"{question} {expected}", is_refusal)
+    if read and read.label == "contradicted":
+        return v(
+            "fail",
+            f"states {expected!r}, but also {read.claim[:160]!r}, which the retrieved text contradicts: "
+            f"{read.premise[:160]!r} (entailment reader, p={read.p:.2f})",
+        )
+    if read:
+        return v(
+            "fail",
+            f"states {expected!r}, beside a claim the retrieved text does not make: {read.claim[:160]!r} "
+            f"(entailment reader, p={read.p:.2f}): for a reviewer",
+            unsure=True,
+        )
     return None
 
 
-def _positive(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, passages: Grounds, v: Any) -> Verdict:
+def _positive(
+    test: GoldenTest,
+    text: str,
+    readings: list[Reading],
+    g: Grounds,
+    passages: Grounds,
+    v: Any,
+    contexts: tuple[str, ...],
+) -> Verdict:
     expected, question = test.expected_answer, test.question
     refused = any(r.refusal for r in readings)
     m = answer_matches(text, expected, question)
     stating = [i for i, r in enumerate(readings) if answer_matches(r.clause, expected, question).matched] or [
         i for i, r in enumerate(readings) if m.matched and _in(prepare(expected), r.clause)
     ]  # an identifier ("GLP_ENODFS") is matched whole in the answer, and its clause holds it prepared ("glp enodfs")
+    unit = wrong_unit(text, expected)
+    if unit:
+        return v("fail", f"gives {unit!r} where the expected answer is {expected!r}: another unit, another quantity")
+    if not m.matched and states_converted(text, expected):  # "18.3 km" for "60,000 feet"
+        m = Match(True, "converted")
+        stating = [i for i, r in enumerate(readings) if states_converted(r.clause, expected)]
     misread = _not_the_answer(text, readings, stating, expected, question, v) if m.matched else None
     if misread:
         return misread
@@ -282,29 +332,9 @@ def _positive(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, 
             )
         if refused:  # it states the value and also says the source does not hold it
             return v("fail", f"states {expected!r} and also refuses: which it means is for a reviewer", unsure=True)
-        extra = [  # claims the retrieved text does not hold; in the clause stating the value, not the value's own
-            f  # other form ("5000 ms" for "five seconds")
-            for i, r in enumerate(readings)
-            for f in outside(text, r.clause, g)
-            if f.lower() not in expected.lower()
-            and not re.fullmatch(r"\d", f)
-            and not (i in stating and _restates(r.clause, f, expected))
-        ]
-        if extra:  # the expected value, beside claims the retrieved text does not hold
-            return v(
-                "fail",
-                f"states {expected!r}, beside {', '.join(dict.fromkeys(extra))} that the retrieved text does not "
-                "hold: for a reviewer",
-                unsure=True,
-            )
-        claim = opposed_claim(readings, expected, g)
-        if claim:
-            return v(
-                "fail", f"states {expected!r}, beside a claim the retrieved text contradicts: {claim}", unsure=True
-            )
-        unsaid = _unsaid(text, readings, stating, passages, expected, question)
-        if unsaid:
-            return v("fail", f"states {expected!r}, {unsaid}: for a reviewer", unsure=True)
+        beside = _beside(text, readings, stating, g, passages, test, contexts, v)
+        if beside:
+            return beside
         return v("pass", f"answer matches expected ({m.how})", how=m.how)
     if m.matched and all(readings[i].hedge for i in stating):
         return v("fail", f"states {expected!r} only as a guess: {readings[stating[0]].clause[:120]!r}")

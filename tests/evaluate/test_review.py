@@ -52,6 +52,11 @@ def test_review_settles_needs_review_reuses_decisions_and_counts_corrections(
     )[0]
     assert (tests, reviewed, overruled) == (len(before), 2, 1)  # settling needs_review overrules nothing
     assert rate == pytest.approx(1 / len(before), abs=1e-4)
+    # per kind of reason: the rule's reason is kept with the decision, its quoted parts and numbers blanked
+    kinds = project.sql("SELECT reason_kind, decided, settled, overruled, correction_rate FROM corrections_by_reason")
+    assert sum(k[1] for k in kinds) == 2 and sum(k[2] for k in kinds) == 1 and sum(k[3] for k in kinds) == 1
+    overruled_kind = next(k for k in kinds if k[3] == 1)
+    assert overruled_kind[4] == 1.0 and "'" not in overruled_kind[0] and not any(c.isdigit() for c in overruled_kind[0])
 
     # a later run that judges the same answers again reuses both decisions
     project.materialize(["verdicts"])

@@ -1,0 +1,95 @@
+"""The entailment reader's own figures: what a claim costs on this machine, and how it reads the claims of the
+labelled first-contact answers. Whole-process figures; run alone (one heavy job at a time).
+
+    .venv/bin/python bench/entailer.py speed            # ms per claim (p50, p90), cold build and load
+    .venv/bin/python bench/entailer.py answers set8,set9,set10
+        # per set: answers the rule passes on their value, labelled pass or fail, and how many of each the reader
+        # flags at the shipped thresholds (a labelled-fail flagged is a catch, a labelled-pass flagged a false alarm)
+
+The validation figures on synthetic claims (documents the training never saw) are in
+ragpipe/reading/entailer/card.json, written by bench/train_entailer.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parents[1]
+for _path in (HERE, HERE / "bench"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+
+def speed() -> None:
+    import tempfile
+
+    os.environ.setdefault("RAGPIPE_MODELS_DIR", tempfile.mkdtemp(prefix="entailer-bench-"))
+    from ragpipe.reading import entail as E
+
+    t0 = time.perf_counter()
+    E.reader()
+    built = time.perf_counter() - t0
+    import first_contact as fc
+
+    _, contexts = fc.golden()
+    rows = [r for r in fc.rows_of("set10") if r["question_id"] in contexts][:300]
+    from ragpipe.reading import claims_of, unwrap
+
+    pairs = [(c, contexts[r["question_id"]]) for r in rows for c in claims_of(unwrap(r["answer"]))]
+    times = []
+    for claim, ctx in pairs:
+        t = time.perf_counter()
+        text = E.premise(claim, ctx)
+        E.reader().scores([claim], [text])
+        times.append((time.perf_counter() - t) * 1000)
+    times.sort()
+    print(f"first use (int8 build + load): {built:.1f} s; {len(times)} claims of set10's answers, one at a time:")
+    print(f"  p50 {statistics.median(times):.1f} ms, p90 {times[int(0.9 * len(times))]:.1f} ms per claim")
+
+
+def answers(sets: str) -> None:
+    os.environ["RAGPIPE_ENTAILMENT"] = "0"  # the rule without the reader: the reader is asked below
+    import first_contact as fc
+
+    from ragpipe.reading import is_refusal, unwrap
+    from ragpipe.reading.entailment import entail
+    from ragpipe.verdicts import entailed
+
+    tests, contexts = fc.golden()
+    for name in sets.split(","):
+        c: Counter = Counter()
+        for r in fc.rows_of(name):
+            if r.get("ambiguous") or r.get("label") == "ambiguous":
+                continue
+            t, ctx = tests[r["question_id"]], contexts.get(r["question_id"], [])
+            verdict, _ = fc.rule_verdict(t, r["answer"], ctx)
+            if verdict != "pass" or t.kind != "positive":
+                continue
+            own = entailed.own_claims(unwrap(r["answer"]), f"{t.question} {t.expected_answer}", is_refusal)
+            read = entail(own, ctx)
+            flagged = any(e.contradicted >= entailed.CONTRADICTED or e.not_in_context >= entailed.NOT_IN_CONTEXT
+                          for e in read)  # fmt: skip
+            c[(r["label"], flagged)] += 1
+        print(
+            f"{name}: passed on the value: {c['fail', True] + c['fail', False]} labelled fail, of which the reader "
+            f"flags {c['fail', True]}; {c['pass', True] + c['pass', False]} labelled pass, of which it flags "
+            f"{c['pass', True]}"
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=("speed", "answers"))
+    ap.add_argument("sets", nargs="?", default="set8,set9,set10")
+    args = ap.parse_args()
+    speed() if args.what == "speed" else answers(args.sets)
+
+
+if __name__ == "__main__":
+    main()

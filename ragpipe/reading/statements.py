@@ -1,0 +1,59 @@
+"""An answer cut into the claims it makes about its subject: sentences, list items, table cells and JSON fields,
+markup and citation marks taken off. Framing is no claim: courtesy ("Thanks for reaching out!", "Hope this helps"),
+talk about the sources or the question ("Based on the documents, here is the answer") and a bare label."""
+
+from __future__ import annotations
+
+import re
+
+from ragpipe.reading.premises import keys, sentences
+
+_MARKS = re.compile(r"\*\*|__|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)|`")
+_CITES = re.compile(
+    r"\s*(?:\[(?:\d+|[A-Za-z]?\d+)(?:\s*[,\u2013-]\s*\d+)*\]|\((?:source|sources|see|passage|passages|p)\b[^)]*\))",
+    re.I,
+)
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)]|#+)\s+")
+_COURTESY = re.compile(
+    r"^\W*(?:and\s+|please\s+|so\s+)?(?:thanks?|thank\s+you|hope\s+(?:this|that|it)\s+helps?|let\s+me\s+know|feel\s+free|happy\s+to\s+help|"
+    r"great\s+question|good\s+question|hello|hi|hey|sure|certainly|of\s+course|if\s+you\s+(?:have|need)|glad\s+to|reach\s+out|further\s+questions|anything\s+else|"
+    r"here(?:'s|\s+is)\s+(?:the|what|a)|i\s+(?:checked|looked|searched|reviewed))\b",
+    re.I,
+)
+_FRAMING_WORDS = frozenset(
+    "answer answers question questions document documents docs documentation text texts passage passages source "
+    "sources context provided retrieved based according say says said state states stated mention mentions "
+    "mentioned give gives given find found look looked see shown show shows help helps here following note "
+    "short final summary yes sure certainly".split()
+)
+
+
+def plain(text: str) -> str:
+    """Markup and citation marks off: **bold**, `code`, [1], (source: passage 2)."""
+    return " ".join(_MARKS.sub("", _CITES.sub("", text)).split())
+
+
+def framing(sentence: str) -> bool:
+    """Courtesy (a sentence that opens with it and holds no number or code), or words about the sources and the
+    question only: nothing said of the subject."""
+    if not keys(sentence) - _FRAMING_WORDS:
+        return True
+    return bool(_COURTESY.search(sentence)) and not re.search(r"\d|`", sentence)
+
+
+def claims_of(answer: str) -> list[str]:
+    """The answer's claims in order: one per sentence, list item or table row, framing left out. A table row is
+    read as its cells joined; a "Label: value" line keeps its label ("Default: 4 bytes")."""
+    out: list[str] = []
+    for line in answer.splitlines():
+        line = line.strip()
+        if not line or re.fullmatch(r"\|?[\s:|-]+\|?", line):
+            continue
+        if line.startswith("|"):
+            line = ", ".join(c.strip() for c in line.strip("|").split("|") if c.strip())
+        line = _BULLET.sub("", line)
+        for s in sentences(plain(line)):
+            s = s.strip(" -:")
+            if len(s.split()) >= 3 and not framing(s):
+                out.append(s)
+    return out

@@ -1,0 +1,57 @@
+"""What the answer claims beside its value or its refusal, read against the retrieved texts by ragpipe's entailment
+reader (ragpipe.reading.entailment). A claim the texts contradict, or one they do not make, is found here; the rule
+(ragpipe.verdicts.rule) says what it costs. Restating the question or the expected value is no claim of its own, nor
+is framing ("Based on the documents, ...")."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ragpipe.reading import claims_of, keys
+
+# How sure the reader must be before its reading changes a verdict (bench/README.md, "The entailment reader").
+CONTRADICTED = 0.80
+NOT_IN_CONTEXT = 0.80
+_ASIDE = frozenset("answer value default final yes correct exactly also".split())
+
+
+@dataclass(frozen=True)
+class Finding:
+    claim: str
+    label: str  # contradicted | not_in_context
+    p: float
+    premise: str  # the retrieved sentences it was read against
+
+
+def enabled() -> bool:
+    """The reader is on unless RAGPIPE_ENTAILMENT=0, and when its trained layers are installed."""
+    if os.environ.get("RAGPIPE_ENTAILMENT", "1") == "0":
+        return False
+    from ragpipe.reading import available
+
+    return available()
+
+
+def own_claims(answer: str, restated: str, skip: Callable[[str], bool]) -> list[str]:
+    """The answer's claims that say more than `restated` (the question and the value) and that `skip` keeps."""
+    known = keys(restated) | _ASIDE
+    return [c for c in claims_of(answer) if keys(c) - known and not skip(c)]
+
+
+def finding(answer: str, contexts: Sequence[str], restated: str, skip: Callable[[str], bool]) -> Finding | None:
+    """The first claim the retrieved texts contradict (checked first), else the first they do not make, each only
+    when the reader is sure; None when there is none, no text to read against, or the reader is off."""
+    if not contexts or not enabled():
+        return None
+    from ragpipe.reading import entail
+
+    read = entail(own_claims(answer, restated, skip), contexts)
+    for e in read:
+        if e.contradicted >= CONTRADICTED:
+            return Finding(e.claim, "contradicted", e.contradicted, e.premise)
+    for e in read:
+        if e.not_in_context >= NOT_IN_CONTEXT:
+            return Finding(e.claim, "not_in_context", e.not_in_context, e.premise)
+    return None
