@@ -50,9 +50,7 @@ _add("mass", 0.028349523, "oz", "ounce", "ounces")
 _add("resolution", 1 / INCH, "dpi", "dots per inch", "ppi", "pixels per inch")
 _add("resolution", 100.0, "dpcm", "dots per cm", "dots/cm", "dots per centimeter", "dots per centimetre")
 
-_NUMBER = (
-    r"(?<![\w.])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:\s*(?:[x\u00d7*]\s*10\s*\^\s*[-\u2212+]?\d+|e[-+]?\d+))?)"
-)
+_NUMBER = r"(?<![\w./])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:\s*(?:[x\u00d7*]\s*10\s*\^\s*[-\u2212+]?\d+|e[-+]?\d+))?)"
 _NAMES = "|".join(re.escape(n) for n in sorted(UNITS, key=len, reverse=True))
 _MEASURE = re.compile(_NUMBER + r"\s?(" + _NAMES + r")(?![\w/])", re.IGNORECASE)
 SAME = 0.02  # values within 2 % are the same quantity (a conversion rounds)
@@ -138,21 +136,24 @@ def wrong_unit(answer: str, expected: str) -> str | None:
 
 
 def conversions(answer: str, expected: str) -> tuple[list[str], list[str]]:
-    """Measures of the expected one's dimension in another unit: (right conversions, anywhere; wrong ones, within
-    60 characters of the expected value as written), as written. "60,000 ft (about 18.3 km)" adds a right one."""
+    """Measures of an expected one's dimension in another unit: (right conversions, anywhere; wrong ones, within 60
+    characters of an expected value as written and equal to none), as written. "60,000 ft (about 18.3 km)" adds a
+    right one; the expected answer's own quantities ("1 bp = 1/72 inch") are no conversions of each other."""
     want = measures(expected)
     got = measures(answer)
+    stating = [g for g in got for w in want if g.kind() == w.kind() and same(g.raw, w.raw)]
     right: list[str] = []
     wrong: list[str] = []
-    for w in want:
-        stating = [g for g in got if g.kind() == w.kind() and same(g.raw, w.raw)]
-        for g in got:
-            if g in stating or g.dimension != w.dimension or g.kind() == w.kind():
-                continue
-            if equal(g, w):
-                right.append(answer[g.start : g.end])  # the value in another unit, wherever it stands
-            elif any(abs(g.start - s.end) <= 60 or abs(s.start - g.end) <= 60 for s in stating):
-                wrong.append(answer[g.start : g.end])
+    for g in got:
+        kin = [w for w in want if w.dimension == g.dimension]
+        if g in stating or not kin:
+            continue
+        if any(equal(g, w) for w in kin):
+            right.append(answer[g.start : g.end])  # an expected value in another unit, wherever it stands
+        elif any(
+            abs(g.start - s.end) <= 60 or abs(s.start - g.end) <= 60 for s in stating if s.dimension == g.dimension
+        ):
+            wrong.append(answer[g.start : g.end])
     return right, wrong
 
 

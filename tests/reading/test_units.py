@@ -49,3 +49,10 @@ def test_words_after_a_number_are_no_unit():
     assert measures("the 5 in the list") == []
     assert measures("pick 3 m of cable") != []
     assert [m.unit for m in measures("a 12pt font, 2 in. wide")] == ["pt", "in."]
+
+
+def test_an_expected_answer_with_several_quantities_converts_none_of_them():
+    expected = "PostScript big points (1 bp = 1/72 inch); default line width 0.5bp"
+    answer = "Pairs are in big points (1 bp = 1/72 inch) and the default line width is 0.5 bp (about 0.18 mm)."
+    assert conversions(answer, expected) == (["0.18 mm"], [])
+    assert [m.raw for m in measures("1/72 inch")] == []  # a fraction's denominator is no quantity
