@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from ragpipe.reading.premises import keys, sentences
+from ragpipe.reading.refusal import unwrap
 
 _MARKS = re.compile(r"\*\*|__|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)|`")
 _CITES = re.compile(
@@ -15,7 +16,7 @@ _CITES = re.compile(
 )
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)]|#+)\s+")
 _COURTESY = re.compile(
-    r"^\W*(?:and\s+|please\s+|so\s+)?(?:thanks?|thank\s+you|hope\s+(?:this|that|it)\s+helps?|let\s+me\s+know|feel\s+free|happy\s+to\s+help|"
+    r"^\W*(?:and\s+|please\s+|so\s+|ok(?:ay)?,?\s+)?(?:let\s+me|let's|i'll|i\s+will|first,?\s+i|thanks?|thank\s+you|hope\s+(?:this|that|it)\s+helps?|let\s+me\s+know|feel\s+free|happy\s+to\s+help|"
     r"great\s+question|good\s+question|hello|hi|hey|sure|certainly|of\s+course|if\s+you\s+(?:have|need)|glad\s+to|reach\s+out|further\s+questions|anything\s+else|"
     r"here(?:'s|\s+is)\s+(?:the|what|a)|i\s+(?:checked|looked|searched|reviewed))\b",
     re.I,
@@ -34,8 +35,8 @@ def plain(text: str) -> str:
 
 
 def framing(sentence: str) -> bool:
-    """Courtesy (a sentence that opens with it and holds no number or code), or words about the sources and the
-    question only: nothing said of the subject."""
+    """Courtesy or talk about answering ("Let me read the passages first"), in a sentence that opens with it and
+    holds no number or code, or words about the sources and the question only: nothing said of the subject."""
     if not keys(sentence) - _FRAMING_WORDS:
         return True
     return bool(_COURTESY.search(sentence)) and not re.search(r"\d|`", sentence)
@@ -45,6 +46,10 @@ def claims_of(answer: str) -> list[str]:
     """The answer's claims in order: one per sentence, list item or table row, framing left out. A table row is
     read as its cells joined; a "Label: value" line keeps its label ("Default: 4 bytes")."""
     out: list[str] = []
+    for _ in range(3):  # an answer in JSON, also as the value of a JSON field
+        answer, before = unwrap(answer), answer
+        if answer == before:
+            break
     for line in answer.splitlines():
         line = line.strip()
         if not line or re.fullmatch(r"\|?[\s:|-]+\|?", line):
@@ -52,7 +57,7 @@ def claims_of(answer: str) -> list[str]:
         if line.startswith("|"):
             line = ", ".join(c.strip() for c in line.strip("|").split("|") if c.strip())
         line = _BULLET.sub("", line)
-        for s in sentences(plain(line)):
+        for s in (part for sentence in sentences(plain(line)) for part in re.split(r";\s+", sentence)):
             s = s.strip(" -:")
             if len(s.split()) >= 3 and not framing(s):
                 out.append(s)

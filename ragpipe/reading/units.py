@@ -65,6 +65,7 @@ class Measure:
     start: int
     end: int
     step: float = 0.0  # the last written digit's place ("18.3" -> 0.1): how far a rounded conversion may be off
+    text: str = ""  # as written (superscript exponents with carets)
 
     def kind(self) -> tuple[str, float, float]:
         """The unit as a unit ("ft" and "feet" are one)."""
@@ -83,7 +84,7 @@ def measures(text: str) -> list[Measure]:
         dimension, factor, offset = UNITS[unit]
         digits = re.search(r"\.(\d+)", m.group(1).split("e")[0].split("x")[0])
         step = 10.0 ** -len(digits.group(1)) if digits else 1.0
-        out.append(Measure(raw, unit, dimension, raw * factor + offset, m.start(), m.end(), step))
+        out.append(Measure(raw, unit, dimension, raw * factor + offset, m.start(), m.end(), step, m.group(0)))
     return out
 
 
@@ -131,7 +132,7 @@ def wrong_unit(answer: str, expected: str) -> str | None:
             continue
         for g in got:
             if same(g.raw, w.raw) and g.kind() != w.kind():
-                return answer[g.start : g.end]
+                return g.text
     return None
 
 
@@ -145,15 +146,15 @@ def conversions(answer: str, expected: str) -> tuple[list[str], list[str]]:
     right: list[str] = []
     wrong: list[str] = []
     for g in got:
-        kin = [w for w in want if w.dimension == g.dimension]
-        if g in stating or not kin:
-            continue
+        kin = [w for w in want if w.dimension == g.dimension and w.kind() != g.kind()]
+        if g in stating or not kin or any(w.kind() == g.kind() for w in want):
+            continue  # another value in an expected unit is another fact ("the maximum is 5 m"), not a conversion
         if any(equal(g, w) for w in kin):
-            right.append(answer[g.start : g.end])  # an expected value in another unit, wherever it stands
+            right.append(g.text)  # an expected value in another unit, wherever it stands
         elif any(
             abs(g.start - s.end) <= 60 or abs(s.start - g.end) <= 60 for s in stating if s.dimension == g.dimension
         ):
-            wrong.append(answer[g.start : g.end])
+            wrong.append(g.text)
     return right, wrong
 
 

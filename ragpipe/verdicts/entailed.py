@@ -6,10 +6,11 @@ is framing ("Based on the documents, ...")."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ragpipe.reading import claims_of, keys
+from ragpipe.reading import claims_of, keys, sentences
 
 # How sure the reader must be before its reading changes a verdict (bench/README.md, "The entailment reader").
 CONTRADICTED = 0.80
@@ -40,6 +41,16 @@ def own_claims(answer: str, restated: str, skip: Callable[[str], bool]) -> list[
     return [c for c in claims_of(answer) if keys(c) - known and not skip(c)]
 
 
+_NEGATION = re.compile(r"\b(?:not|no|never|none|nor|neither|cannot|without)\b|n't\b", re.I)
+
+
+def said_as_written(claim: str, contexts: Sequence[str], restated: str = "") -> bool:
+    """Every content word of the claim (but those of the question and the value) stands in one retrieved sentence,
+    with as many negations: the claim says what that sentence says, or less, whatever the reader makes of it."""
+    want, negations = keys(claim) - keys(restated), len(_NEGATION.findall(claim))
+    return any(want <= keys(s) and len(_NEGATION.findall(s)) == negations for text in contexts for s in sentences(text))
+
+
 def finding(answer: str, contexts: Sequence[str], restated: str, skip: Callable[[str], bool]) -> Finding | None:
     """The first claim the retrieved texts contradict (checked first), else the first they do not make, each only
     when the reader is sure; None when there is none, no text to read against, or the reader is off."""
@@ -47,7 +58,11 @@ def finding(answer: str, contexts: Sequence[str], restated: str, skip: Callable[
         return None
     from ragpipe.reading import entail
 
-    read = entail(own_claims(answer, restated, skip), contexts)
+    read = [
+        e
+        for e in entail(own_claims(answer, restated, skip), contexts)
+        if not said_as_written(e.claim, contexts, restated)
+    ]
     for e in read:
         if e.contradicted >= CONTRADICTED:
             return Finding(e.claim, "contradicted", e.contradicted, e.premise)
