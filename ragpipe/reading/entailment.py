@@ -2,7 +2,7 @@
 context, with the probability of each. A 3-layer cross-encoder trained here (bench/train_entailer.py, data by
 ragpipe.reading.synth); ragpipe/reading/entailer/ holds its trained layers and card.json (recipe, seed, validation
 figures). The first use builds an int8 ONNX model from them and the packaged MiniLM's embeddings, once, under the
-models directory; importing this module loads nothing."""
+models directory ($RAGPIPE_MODELS_DIR, default ~/.cache/ragpipe/models); importing this module loads nothing."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""What the answer claims beside its value or its refusal, read against the retrieved texts by ragpipe's entailment
-reader (ragpipe.reading.entailment). A claim the texts contradict, or one they do not make, is found here; the rule
+"""What the answer claims beside its value, read against the retrieved texts by ragpipe's entailment reader
+(ragpipe.reading.entailment). A claim the texts contradict, or one they do not make, is found here; the rule
 (ragpipe.verdicts.rule) says what it costs. Restating the question or the expected value is no claim of its own, nor
 is framing ("Based on the documents, ...")."""
 
