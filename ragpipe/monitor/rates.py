@@ -51,10 +51,14 @@ class Judged:
     baseline_interval: tuple[float, float]
     daily_range: tuple[float, float] | None  # the window's lowest and highest daily rate
     status: str  # "ok" | "out" | "not enough traces"
+    min_traces: int = 0  # the [monitor].min_traces it was judged under
 
     def line(self) -> str:
         if self.value is None or self.baseline is None:
-            return f"{self.rate}: not enough traces to judge ({self.n} on the latest day, {self.baseline_n} before)"
+            return (
+                f"{self.rate}: not enough traces to judge ({self.n} on the latest day, {self.baseline_n} in the days "
+                f"before; [monitor].min_traces asks for {self.min_traces} on the day and {self.min_traces} before)"
+            )
         lo, hi = self.interval
         blo, bhi = self.baseline_interval
         word = "OUT of its recent interval" if self.status == "out" else "within its recent interval"
@@ -69,18 +73,30 @@ def judge(series: list[dict[str, Any]], window_days: int, min_traces: int) -> li
     return [_judge_rate(series, rate, k, n, window_days, min_traces) for rate, (k, n) in RATES.items()]
 
 
+def _window(series: list[dict[str, Any]], day: dt.date, window: int) -> list[dict[str, Any]]:
+    """The days of the window before `day`."""
+    return [d for d in series if day - dt.timedelta(days=window) <= d["day"] < day]
+
+
 def _judge_rate(series: list[dict[str, Any]], rate: str, k: str, n: str, window: int, min_traces: int) -> Judged:
     counted = [d for d in series if d[n] >= min_traces]
-    if not counted:
-        return Judged(rate, None, None, 0, (0.0, 1.0), None, 0, (0.0, 1.0), None, "not enough traces")
+    if not counted:  # the counts as they are, so the line says how far they fall short
+        latest = series[-1] if series else None
+        seen = sum(d[n] for d in _window(series, latest["day"], window)) if latest else 0
+        day = latest["day"] if latest else None
+        return Judged(
+            rate, day, None, latest[n] if latest else 0, (0.0, 1.0), None, seen, (0.0, 1.0), None,
+            "not enough traces", min_traces,
+        )  # fmt: skip
     last = counted[-1]
-    before = [d for d in series if last["day"] - dt.timedelta(days=window) <= d["day"] < last["day"] and d[n]]
+    before = [d for d in _window(series, last["day"], window) if d[n]]
     base_k, base_n = sum(d[k] for d in before), sum(d[n] for d in before)
     interval = wilson(last[k], last[n])
     if base_n < min_traces:
         return Judged(
-            rate, last["day"], last[rate], last[n], interval, None, base_n, (0.0, 1.0), None, "not enough traces"
-        )
+            rate, last["day"], last[rate], last[n], interval, None, base_n, (0.0, 1.0), None, "not enough traces",
+            min_traces,
+        )  # fmt: skip
     base_interval = wilson(base_k, base_n)
     rates = [d[k] / d[n] for d in before]
     swing = (min(rates), max(rates))
@@ -88,8 +104,9 @@ def _judge_rate(series: list[dict[str, Any]], rate: str, k: str, n: str, window:
     outside = not swing[0] <= last[rate] <= swing[1]
     status = "out" if apart and outside else "ok"
     return Judged(
-        rate, last["day"], last[rate], last[n], interval, base_k / base_n, base_n, base_interval, swing, status
-    )
+        rate, last["day"], last[rate], last[n], interval, base_k / base_n, base_n, base_interval, swing, status,
+        min_traces,
+    )  # fmt: skip
 
 
 DAILY_COLUMNS = ["day", "traces", "refusal_rate", "citation_hit_rate", "correction_rate", "trap_hits", "latency_p95_ms"]

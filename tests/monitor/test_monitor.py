@@ -293,3 +293,14 @@ def test_a_bad_monitor_setting_is_named(tmp_path: Path, monitor: dict[str, Any],
     path = write_settings(tmp_path / "ragpipe.toml", {"corpus": {"dir": "corpus"}, "monitor": monitor})
     with pytest.raises(SettingsError, match=named):
         load_settings(path)
+
+
+def test_not_enough_traces_gives_the_counts_there_are_and_names_the_knob() -> None:
+    (refusal, *_rest) = judge(series([(1, 13)] * 8), 7, 30)  # 13 a day: never 30 on one day
+    assert refusal.status == "not enough traces"
+    line = refusal.line()
+    assert "13 on the latest day" in line and "91 in the days before" in line  # 7 days of 13 before the last
+    assert "[monitor].min_traces asks for 30" in line
+    (short_before, *_rest) = judge(series([(1, 13)] * 2 + [(5, 40)]), 7, 30)  # a day of 40, only 26 before it
+    assert short_before.status == "not enough traces"
+    assert "40 on the latest day, 26 in the days before" in short_before.line()
