@@ -54,10 +54,8 @@ def speed() -> None:
 
 
 def answers(sets: str) -> None:
+    """Positives the rule passes on their value, or sends to review or fails by the reader's reading alone."""
     import first_contact as fc
-
-    import ragpipe.verdicts.entailed as entailed
-    from ragpipe.reading import is_refusal, unwrap
 
     tests, contexts = fc.golden()
     for name in sets.split(","):
@@ -66,14 +64,10 @@ def answers(sets: str) -> None:
             if r.get("ambiguous") or r.get("label") == "ambiguous":
                 continue
             t, ctx = tests[r["question_id"]], contexts.get(r["question_id"], [])
-            os.environ["RAGPIPE_ENTAILMENT"] = "0"  # the rule without the reader; the reader is asked below
-            verdict, _ = fc.rule_verdict(t, r["answer"], ctx)
-            os.environ["RAGPIPE_ENTAILMENT"] = "1"
-            if verdict != "pass" or t.kind != "positive":
-                continue
-            read = entailed.finding(unwrap(r["answer"]), ctx, f"{t.question} {t.expected_answer}", is_refusal)
-            flagged = read is not None
-            c[(r["label"], flagged)] += 1
+            verdict, reason = fc.rule_verdict(t, r["answer"], ctx)
+            flagged = "(entailment reader" in reason
+            if t.kind == "positive" and (verdict == "pass" or flagged):
+                c[(r["label"], flagged)] += 1
         print(
             f"{name}: passed on the value: {c['fail', True] + c['fail', False]} labelled fail, of which the reader "
             f"flags {c['fail', True]}; {c['pass', True] + c['pass', False]} labelled pass, of which it flags "
