@@ -17,7 +17,7 @@ from ragpipe.assets.automation import RAGPIPE_CONDITION, RETRY_POLICY
 from ragpipe.assets.errors import door
 from ragpipe.assets.inputs import recorded_inputs
 from ragpipe.assets.resources import RagpipeResource
-from ragpipe.assets.triggers import trigger_of
+from ragpipe.assets.triggers import AUTOMATION, automation_trigger, trigger_of
 from ragpipe.settings import Settings
 from ragpipe.versions import code_version
 
@@ -71,6 +71,20 @@ def failure_recorded(context: dg.AssetExecutionContext, con: Any) -> Iterator[No
         raise  # an InputError leaves through the door (ragpipe.assets.errors): never retried
 
 
+def _trigger(context: dg.AssetExecutionContext, s: Settings, stage: Stage) -> str:
+    """The run's trigger; for the automation's runs, what changed since this asset's last materialization (the
+    first step to find it tags the run with it, so the Runs list and the later steps read the same word)."""
+    run = context.instance.get_run_by_id(context.run.run_id)
+    trigger = trigger_of((run or context.run).tags)
+    if trigger != AUTOMATION:
+        return trigger
+    deps = [dg.AssetKey(d) for d in stage.upstream(s)]
+    found = automation_trigger(context.instance, context.asset_key, recorded(s, stage), deps)
+    if found != trigger:  # the Runs list says it too
+        context.instance.add_run_tags(context.run.run_id, {"ragpipe/trigger": found})
+    return found
+
+
 def stage_asset(stage: Stage, settings: Settings, severity: dg.AssetCheckSeverity) -> dg.AssetsDefinition:
     version = code_version(settings, stage.version)
     if stage.version_suffix is not None:
@@ -92,7 +106,7 @@ def stage_asset(stage: Stage, settings: Settings, severity: dg.AssetCheckSeverit
     @door
     def evaluation_stage(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
-        extra = {"trigger": trigger_of(context.run.tags)} if stage.takes_trigger else {}
+        extra = {"trigger": _trigger(context, s, stage)} if stage.takes_trigger else {}
         with ragpipe.warehouse() as con:
             with failure_recorded(context, con):
                 run = getattr(evaluate, stage.run) if isinstance(stage.run, str) else stage.run

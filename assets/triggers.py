@@ -1,6 +1,18 @@
-"""Why a run ran, from its tags: one word for the warehouse's eval_runs.trigger, the inputs_current causes and the UI."""
+"""Why a run ran, from its tags: one word for the warehouse's eval_runs.trigger, the inputs_current causes and the UI.
 
-from typing import Mapping
+The automation sensor tags every run it requests `settings`; an evaluation step of such a run names what actually
+changed since its own last materialization (`automation_trigger`): the app under test (`subject`), the golden set
+(`golden`), its settings (`settings`), or an upstream asset re-materialized (`upstream`), joined with "+" when more
+than one did."""
+
+from typing import Any, Mapping
+
+import dagster as dg
+
+from ragpipe.assets.inputs import SETTINGS, TESTS, json_entry
+
+AUTOMATION = "settings"  # the automation sensor's run tag (assets/automation.py)
+SUBJECT = dg.AssetKey("subject")
 
 
 def trigger_of(tags: Mapping[str, str]) -> str:
@@ -15,3 +27,31 @@ def trigger_of(tags: Mapping[str, str]) -> str:
     if "dagster/sensor_name" in tags or "dagster/auto_materialize" in tags:
         return "settings"
     return "manual"
+
+
+def automation_trigger(
+    instance: dg.DagsterInstance, key: dg.AssetKey, definition: Mapping[str, Any], deps: list[dg.AssetKey]
+) -> str:
+    """What changed since `key`'s latest materialization, for a run the automation requested: 'subject' (a new
+    observation of the app), 'golden' (a test's hash), 'settings' (its stage's sections), 'upstream' (a dependency
+    materialized since), or 'settings' when nothing recorded differs (a code change)."""
+    record = instance.get_latest_materialization_event(key)
+    if record is None or record.asset_materialization is None:
+        return AUTOMATION
+    old, since = record.asset_materialization.metadata, record.timestamp
+    found = []
+    if SUBJECT in deps:
+        seen = instance.fetch_observations(SUBJECT, limit=1).records
+        if seen and seen[0].timestamp > since:
+            found.append("subject")
+    if json_entry(old, TESTS) not in (None, json_entry(definition, TESTS)):
+        found.append("golden")
+    if json_entry(old, SETTINGS) not in (None, json_entry(definition, SETTINGS)):
+        found.append("settings")
+    if not found and any(
+        (r := instance.get_latest_materialization_event(d)) is not None and r.timestamp > since
+        for d in deps
+        if d != SUBJECT
+    ):
+        found.append("upstream")
+    return "+".join(found) or AUTOMATION

@@ -63,7 +63,8 @@ def retrieve_stage(
         con.execute("DELETE FROM eval_runs WHERE eval_run_id = ?", [run_id])
         con.execute(
             "INSERT INTO eval_runs (eval_run_id, started_at, chunker_tag, embedder_tag, retriever, golden_sha256, n_tests, "
-            "trigger, hit_at_k, mrr, recall_at_k, k, golden_path, corpus_digest) VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "trigger, hit_at_k, mrr, recall_at_k, k, golden_path, corpus_digest, metric_tests) "
+            "VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 run_id,
                 settings.chunker_tag,
@@ -78,12 +79,23 @@ def retrieve_stage(
                 k,
                 golden_path,
                 corpus_digest(con),
+                m["n"],
             ],
         )
         rows = [[run_id, qid, h.rank, h.chunk_id, h.score] for qid, hits in results for h in hits]
         insert_rows(con, "retrievals", ["eval_run_id", "question_id", "rank", "chunk_id", "score"], rows)
-    log(f"retrieved top-{k} ({mode}) for {len(tests)} questions: hit@{k}={m['hit_at_k']:.3f} MRR={m['mrr']:.3f}")
-    return {"eval_run_id": run_id, "questions": len(tests), "mode": mode, "vector_index": vector_index, **m}
+    log(
+        f"retrieved top-{k} ({mode}) for {len(tests)} questions: hit@{k}={m['hit_at_k']:.3f} MRR={m['mrr']:.3f} "
+        f"over the {m['n']} tests with a stamped anchor"
+    )
+    return {
+        "eval_run_id": run_id,
+        "questions": len(tests),
+        "mode": mode,
+        "vector_index": vector_index,
+        **{key: v for key, v in m.items() if key != "n"},
+        "metrics_over": f"{m['n']} of {len(tests)} tests with a stamped anchor",
+    }
 
 
 def corpus_digest(con: duckdb.DuckDBPyConnection) -> str:

@@ -136,9 +136,12 @@ def subject_retrieve_stage(
     found = [find_anchor(t, r.contexts) for t, r in zip(tests, replies, strict=True)]
     ranked = [context_ids(r.contexts) for r in replies]
     k = max([len(r) for r in ranked] or [settings.retriever.k])
-    m = metrics(ranked, anchors_sought(tests, found), k)
+    sought = anchors_sought(tests, found)
+    m = metrics(ranked, sought, k)
+    not_returned = sum(NOT_RETURNED in ids for ids in sought)
     identity: dict[str, Any] = next((r.metadata for r in replies if r.metadata), {})
-    embedder_tag = identity.get("embedder") or f"subject:{label}"
+    reported = identity.get("embedder")
+    embedder_tag = settings.subject.embedder_tags.get(reported, reported) if reported else f"subject:{label}"
     golden_sha, golden_path = first(
         con.execute("SELECT any_value(golden_sha256), any_value(golden_path) FROM golden_tests")
     )
@@ -147,8 +150,8 @@ def subject_retrieve_stage(
             con.execute(f"DELETE FROM {table} WHERE eval_run_id = ?", [run_id])
         con.execute(
             "INSERT INTO eval_runs (eval_run_id, started_at, chunker_tag, embedder_tag, retriever, golden_sha256, "
-            "n_tests, trigger, hit_at_k, mrr, recall_at_k, k, golden_path, corpus_digest, subject) "
-            "VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?)",
+            "n_tests, trigger, hit_at_k, mrr, recall_at_k, k, golden_path, corpus_digest, subject, metric_tests, "
+            "anchors_not_returned) VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?)",
             [
                 run_id,
                 settings.chunker_tag,
@@ -163,12 +166,16 @@ def subject_retrieve_stage(
                 k,
                 golden_path,
                 label,
+                m["n"],
+                not_returned,
             ],
         )
         _store(con, run_id, tests, replies, ranked, found)
     errors = sum(r.error is not None for r in replies)
     log(
-        f"asked {label} {len(tests)} questions in {secs:.1f} s ({errors} errors): hit@{k}={m['hit_at_k']:.3f} MRR={m['mrr']:.3f}"
+        f"asked {label} {len(tests)} questions in {secs:.1f} s ({errors} errors): hit@{k}={m['hit_at_k']:.3f} "
+        f"MRR={m['mrr']:.3f} over the {m['n']} tests with an anchor quote ({not_returned} not among the app's "
+        "contexts, each a miss)"
     )
     return {
         "eval_run_id": run_id,
@@ -177,7 +184,10 @@ def subject_retrieve_stage(
         "errors": errors,
         "seconds": round(secs, 3),
         "embedder": embedder_tag,
-        **m,
+        "anchors_not_returned": not_returned,
+        **{key: v for key, v in m.items() if key != "n"},
+        "metrics_over": f"{m['n']} of {len(tests)} tests with an anchor quote, {not_returned} not among the app's "
+        "contexts (each a miss)",
     }
 
 

@@ -82,6 +82,21 @@ class EvalSummary:
     banner: str = "current"  # evaluation_status.banner: "current", or since when and why these verdicts are older
     changes: list[Change] = field(default_factory=list)  # since the previous run on the same golden set
     previous_run_id: str | None = None
+    metric_tests: int | None = None  # the tests hit@k, MRR and recall@k are over (NULL: a run recorded before)
+    not_returned: int | None = None  # of those, against the app: anchors in none of its contexts (each a miss)
+    subject: str | None = None  # the app under test; None: ragpipe's own pipeline
+
+    @property
+    def metric_scope(self) -> str:
+        """Which tests the retrieval figures are over, in words ('' for a run that did not record it)."""
+        if self.metric_tests is None:
+            return ""
+        if self.subject is None:
+            return f"over the {self.metric_tests} of {len(self.rows)} tests with a stamped anchor"
+        missed = (
+            f", {self.not_returned} of them not among the app's contexts (each a miss)" if self.not_returned else ""
+        )
+        return f"over the {self.metric_tests} of {len(self.rows)} tests with an anchor quote{missed}"
 
     def count(self, verdict: str) -> int:
         return sum(r.verdict == verdict for r in self.rows)
@@ -96,8 +111,8 @@ class EvalSummary:
 
 def load_summary(con: duckdb.DuckDBPyConnection) -> EvalSummary | None:
     run = con.execute(
-        "SELECT eval_run_id, chunker_tag, embedder_tag, answerer_label, retriever, hit_at_k, mrr, recall_at_k, k "
-        "FROM latest_eval_run"
+        "SELECT eval_run_id, chunker_tag, embedder_tag, answerer_label, retriever, hit_at_k, mrr, recall_at_k, k, "
+        "metric_tests, anchors_not_returned, subject FROM latest_eval_run"
     ).fetchone()
     if run is None:
         return None
@@ -130,6 +145,9 @@ def load_summary(con: duckdb.DuckDBPyConnection) -> EvalSummary | None:
         answerer=run[3] or "",
         retriever=json.loads(run[4]),
         metrics={"hit_at_k": run[5], "mrr": run[6], "recall_at_k": run[7], "k": run[8]},
+        metric_tests=run[9],
+        not_returned=run[10],
+        subject=run[11],
         rows=rows,
         stamp_changes=[tuple(c) for c in changes],
     )
@@ -161,22 +179,46 @@ def _reason(r: Row, s: EvalSummary, title: str) -> str:
     return r.reason
 
 
+def unverified_hint(s: EvalSummary) -> str:
+    """What to do about tests unverified against the app: its embedder name may be another name for their model."""
+    reported = s.retriever.get("embedder") if s.subject is not None else None
+    tags = sorted({r.test_embedder_tag for r in s.rows if r.unverified and r.test_embedder_tag})
+    if not reported or not tags:
+        return ""
+    return (
+        f"the app reports its embedder as {reported!r}: if that is the model the tests were validated under, map "
+        f"it ([subject.embedder_tags] {reported} = {tags[0]!r}); else re-validate them (`ragpipe golden revalidate "
+        "--write`)"
+    )
+
+
+def _setup(s: EvalSummary) -> str:
+    """What was evaluated: ragpipe's own chunker, embedder and retriever, or the app and the identity it reported."""
+    if s.subject is not None:
+        identity = ", ".join(f"{k} {v}" for k, v in s.retriever.items() if k != "subject" and v)
+        return f"app {s.subject}{f' ({identity})' if identity else ''} | embedder tag {s.embedder_tag}"
+    r = s.retriever
+    return f"chunker {s.chunker_tag} | embedder {s.embedder_tag} | retriever {r.get('mode')} top-{r.get('k')}"
+
+
 def render_text(s: EvalSummary, block: tuple[str, ...]) -> str:
     m = s.metrics
     lines = [
         *([f"NOT CURRENT: {s.banner}"] if s.banner != "current" else []),
         f"EVALUATION  run {s.eval_run_id}",
-        f"  chunker {s.chunker_tag} | embedder {s.embedder_tag} | retriever {s.retriever.get('mode')} top-{s.retriever.get('k')} | answerer {s.answerer}",
+        f"  {_setup(s)} | answerer {s.answerer}",
         f"  {len(s.rows)} tests: {s.count('pass')} pass, {s.count('fail')} fail, {s.count('needs_review')} needs review, "
         f"{s.count('did_not_run')} did not run, {s.count('error')} error; {s.n_unverified} unverified under current "
         "embedder",
-        f"  retrieval of anchors: hit@{m['k']}={m['hit_at_k']:.3f}  MRR={m['mrr']:.3f}  recall@{m['k']}={m['recall_at_k']:.3f}",
+        f"  retrieval of anchors{' ' + s.metric_scope if s.metric_scope else ''}: hit@{m['k']}={m['hit_at_k']:.3f}  MRR={m['mrr']:.3f}  recall@{m['k']}={m['recall_at_k']:.3f}",
     ]
     for title, pred in SECTIONS:
         chosen = [r for r in s.rows if pred(r)]
         if chosen:
             lines.append(f"\n{title} ({len(chosen)})")
             lines += [f"  {r.question_id:<10} {_reason(r, s, title)}" for r in chosen]
+            if title.startswith("UNVERIFIED") and unverified_hint(s):
+                lines.append(f"  ({unverified_hint(s)})")
     passed = passing_negatives(s)
     if passed:
         lines.append(f"\n{PASSING_NEGATIVES} ({len(passed)})")
@@ -206,18 +248,22 @@ def render_markdown(s: EvalSummary, block: tuple[str, ...]) -> str:
         f"## ragpipe evaluation: {'BLOCKED' if blocking else 'OK'}",
         "",
         *([f"> **Not current**: {s.banner}", ""] if s.banner != "current" else []),
-        f"chunker `{s.chunker_tag}`, embedder `{s.embedder_tag}`, retriever {s.retriever.get('mode')} top-{s.retriever.get('k')}, answerer {s.answerer}",
+        f"{_setup(s).replace(' | ', ', ')}, answerer {s.answerer}",
         "",
         "| pass | fail | needs review | did not run | error | unverified | hit@k | MRR |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
         f"| {s.count('pass')} | {s.count('fail')} | {s.count('needs_review')} | {s.count('did_not_run')} | {s.count('error')} "
         f"| {s.n_unverified} | {m['hit_at_k']:.3f} | {m['mrr']:.3f} |",
+        *(["", f"hit@{m['k']} and MRR {s.metric_scope}."] if s.metric_scope else []),
     ]
     for title, pred in SECTIONS:
         chosen = [r for r in s.rows if pred(r)]
         if chosen:
             out += ["", f"### {title} ({len(chosen)})", "", "| test | reason |", "|---|---|"]
             out += [f"| `{r.question_id}` | {_reason(r, s, title).replace('|', '/')} |" for r in chosen]
+            if title.startswith("UNVERIFIED") and unverified_hint(s):
+                hint = unverified_hint(s)
+                out += ["", hint[0].upper() + hint[1:] + "."]
     passed = passing_negatives(s)
     if passed:
         out += ["", f"### {PASSING_NEGATIVES} ({len(passed)})", "", "| test | matched_by | reason |", "|---|---|---|"]

@@ -31,6 +31,9 @@ class SubjectSettings:
     context_source: str = "source"
     metadata_path: str = "metadata"  # optional: {"embedder": ..., "model": ..., "version": ...}
     identity_url: str = ""  # optional GET endpoint returning the app's identity (the same metadata fields)
+    # the app's reported embedder name -> the embedder_tag the golden tests carry for the same model, so tests
+    # validated under ragpipe's own tag stay verified against an app that names the model its own way
+    embedder_tags: dict[str, str] = field(default_factory=dict)
     target: str = ""  # python: "package.module:function", called with the question (and the test, if it takes two)
     concurrency: int = 16
     timeout_s: float = 30.0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sys
 import urllib.request
@@ -16,6 +17,7 @@ import pytest
 from conftest import EXAMPLES, Project, make_project, project_settings, write_settings
 from faultkit import Proc
 
+from ragpipe.assets.runner import materialize
 from ragpipe.cli import main
 
 pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.model]
@@ -79,11 +81,29 @@ def test_the_app_over_http_judged_by_ragpipe_ci_then_restarted_with_another_embe
         code, out = _ci(proj, capsys)
         assert code in (0, 1), out
         first = _verdicts(proj)
+        over = r"retrieval of anchors over the (\d+) of (\d+) tests with an anchor quote, (\d+) of them not among"
+        assert (m := re.search(over, out)) and m[1] == m[2] and int(m[3]) > 0, out  # the subset the figure is over
+        unverified = proj.sql("SELECT bool_and(unverified), mode(test_embedder_tag) FROM verdicts")[0]
+        # every test was validated under ragpipe's own embedder tag: under the app's "minilm" all are unverified,
+        # and the summary says how to map the app's name for the same model
+        assert unverified[0] is True and f"[subject.embedder_tags] minilm = {unverified[1]!r}" in out, out
+        body = '{"question": "{question}", "id": "{question_id}"}'
+        mapped = {"kind": "http", "url": f"{app.url}/ask", "body": body, "embedder_tags": {"minilm": unverified[1]}}
+        _configure(proj, mapped)
+        code, out = _ci(proj, capsys)
+        assert code in (0, 1) and "app reports its embedder" not in out, out
+        # the tests carrying the mapped tag are verified; only those validated under no embedder stay unverified
+        left = proj.sql(
+            "SELECT count(*) FILTER (WHERE unverified), count(*) FILTER (WHERE test_embedder_tag IS NULL) "
+            "FROM latest_verdicts"
+        )[0]
+        assert left[0] == left[1] < len(first), left
+        assert {q: v for q, (v, _) in _verdicts(proj).items()} == {q: v for q, (v, _) in first.items()}
     finally:
         app.stop()
     golden = [json.loads(line) for line in (EXAMPLES / "golden.jsonl").read_text().splitlines() if line.strip()]
     assert set(first) == {t["question_id"] for t in golden}
-    run = proj.sql("SELECT subject, embedder_tag, hit_at_k FROM eval_runs ORDER BY started_at DESC LIMIT 1")[0]
+    run = proj.sql("SELECT subject, embedder_tag, hit_at_k FROM eval_runs ORDER BY started_at LIMIT 1")[0]
     assert run[0] == f"http {app.url}/ask" and run[1] == "minilm"
     # the app indexes no PDF: a test anchored in one did not run, and says why; the others ran
     pdf = [
@@ -98,8 +118,6 @@ def test_the_app_over_http_judged_by_ragpipe_ci_then_restarted_with_another_embe
     # the app's own contexts are what the verdicts were grounded in
     stored = proj.sql("SELECT count(DISTINCT question_id), count(*) FROM subject_contexts")[0]
     assert stored[0] == len(golden) and stored[1] >= len(golden)
-    # every test was validated under ragpipe's own embedder tag: under the app's "minilm" all are unverified
-    assert proj.sql("SELECT bool_and(unverified) FROM verdicts")[0][0] is True
 
     app = App("minilm-128", "2")  # a deploy: the same app restarted with another embedder
     try:
@@ -218,9 +236,20 @@ def test_a_deploy_of_the_app_is_predicted_by_compare_then_seen_by_the_subject_so
         assert "retrievals" in requested
         requested, cursor = _tick(proj, cursor)
         assert requested == set()  # one re-evaluation per deploy
-        proj.materialize(["retrievals", "answers", "verdicts"])
+        # the run the automation requests (tagged as its sensor tags every run) names the deploy as its trigger
+        result = materialize(
+            str(proj.settings_file),
+            ["retrievals", "answers", "verdicts"],
+            proj.instance,
+            {"ragpipe/trigger": "settings"},
+        )
+        assert result.success
     finally:
         app.stop()
     assert {q: v for q, (v, _) in _verdicts(proj).items()} == predicted  # compare said what the deploy would do
+    # a new observation of the app, and [subject].url moved to the new port: both are named
+    assert proj.sql("SELECT trigger FROM eval_runs ORDER BY started_at DESC LIMIT 1")[0][0] == "subject+settings"
+    assert proj.instance.get_run_by_id(result.run_id).tags["ragpipe/trigger"] == "subject+settings"  # Runs list
     causes = {c for (c,) in proj.sql("SELECT DISTINCT cause FROM verdict_changes")}
-    assert any("embedder minilm -> minilm-128" in c for c in causes), causes
+    assert causes and all("embedder minilm -> minilm-128, version 1 -> 2" in c for c in causes), causes
+    assert not any(c.count("embedder") > 1 or "retriever" in c or "documents" in c for c in causes), causes

@@ -194,3 +194,54 @@ def test_history_survives_a_moved_checkout(tmp_path: Path) -> None:
     assert anchored and all(changes[q][1] == "did_not_run" for q in anchored), changes
     assert all(changes[q][-1] == "anchor document deleted" for q in anchored), changes
     assert {r[0] for r in moved.sql("SELECT DISTINCT golden_path FROM eval_runs")} == {"golden.jsonl"}
+
+
+def test_runs_against_the_app_name_the_switch_and_the_identity_fields_once(tmp_path: Path) -> None:
+    """Hand-written rows: a run against the app after one of ragpipe's own pipeline names the switch (not the corpus
+    digest or the embedder, which the two runs do not share); a deploy names each identity field once, by name."""
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    migrate(con)
+    runs = (
+        ("r1", None, "minilm-bcfe46d6", '{"k": 5}', "d"),
+        (
+            "r2",
+            "http http://127.0.0.1:1/ask",
+            "minilm",
+            '{"subject": "http http://127.0.0.1:1/ask", "version": "1", "embedder": "minilm"}',
+            "",
+        ),
+        (
+            "r3",
+            "http http://127.0.0.1:2/ask",
+            "minilm-128",
+            '{"subject": "http http://127.0.0.1:2/ask", "version": "2", "embedder": "minilm-128"}',
+            "",
+        ),
+        (
+            "r4",
+            "http http://127.0.0.1:2/ask",
+            "minilm-128",
+            '{"subject": "http http://127.0.0.1:2/ask", "version": "2", "embedder": "minilm-128"}',
+            "",
+        ),
+    )
+    for i, (run, subject, embedder, retriever, digest) in enumerate(runs):
+        con.execute(
+            "INSERT INTO eval_runs (eval_run_id, started_at, chunker_tag, embedder_tag, retriever, answerer, "
+            "answerer_label, golden_sha256, n_tests, verdict_run_id, golden_path, corpus_digest, subject) "
+            "VALUES (?, ?, 'c', ?, ?, '{}', 'extractive', 'sha', 1, ?, 'g.jsonl', ?, ?)",
+            [run, f"2026-01-0{i + 1}", embedder, retriever, run, digest, subject],
+        )
+        con.execute(
+            "INSERT INTO verdicts (eval_run_id, question_id, kind, verdict, reason, anchor_retrieved, refused, "
+            "took_trap, unverified, judged_at, test_sha, source_sha, anchor_rank) "
+            "VALUES (?, 'neg_01', 'negative', ?, '', true, false, false, false, now(), 't', 's', 2)",
+            [run, "pass" if i % 2 else "fail"],
+        )
+    causes = dict(con.execute("SELECT eval_run_id, cause FROM verdict_changes").fetchall())
+    assert causes == {
+        "r2": "subject ragpipe's own pipeline -> http http://127.0.0.1:1/ask",
+        "r3": "app http http://127.0.0.1:1/ask -> http http://127.0.0.1:2/ask, embedder minilm -> minilm-128, "
+        "version 1 -> 2",
+        "r4": "nothing recorded changed (the app's identity, the golden line, the answerer): the app's replies drifted",
+    }
