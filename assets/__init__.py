@@ -11,7 +11,7 @@ from ragpipe.assets.embed import build_embeddings
 from ragpipe.assets.evaluate import build_eval_assets
 from ragpipe.assets.ingest import build_ingest_assets
 from ragpipe.assets.inputs_current import build_inputs_current_checks, checked_keys, inputs_current_sensor
-from ragpipe.assets.monitor import build_monitor_assets, build_traces_sensor
+from ragpipe.assets.monitor import build_monitor_assets, build_traces_sensor, monitor_job
 from ragpipe.assets.niah import build_niah_assets
 from ragpipe.assets.resources import RagpipeResource, StagingIOManager
 from ragpipe.assets.sensors import build_corpus_sensor, build_nightly_schedule
@@ -66,13 +66,14 @@ def build_definitions(path: str | None = None) -> dg.Definitions:
             dg.define_asset_job(
                 "ragpipe_job",
                 selection=dg.AssetSelection.all() - dg.AssetSelection.groups(*ON_DEMAND_GROUPS),
-                description="The whole graph (less the on-demand groups: niah, authoring).",
+                description="The whole graph (less the on-demand groups: niah, authoring, monitor).",
             ),
             dg.define_asset_job(
                 "niah_job",
                 selection=dg.AssetSelection.groups("niah"),
                 description="Needle in a haystack: haystacks, trials, report (on demand).",
             ),
+            monitor_job(),
             compare_job,
         ],
         sensors=[

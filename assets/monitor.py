@@ -3,6 +3,7 @@ rates per day), the check that warns when a rate leaves its recent interval, and
 traces land in [monitor].traces_dir. Never run by `ragpipe ci` or the automation: traces arrive when the app writes
 them."""
 
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -91,7 +92,10 @@ def build_monitor_assets(settings: Settings) -> tuple[dg.AssetsDefinition, dg.As
     return production_traces, rates_within_recent_interval
 
 
+@functools.cache
 def monitor_job() -> Any:
+    """One definition, shared by the traces sensor's target and the code location's jobs (`ragpipe monitor` runs
+    under this name)."""
     return dg.define_asset_job(
         "monitor_job",
         selection=dg.AssetSelection.groups(GROUP),
@@ -116,20 +120,25 @@ def build_traces_sensor(settings: Settings) -> dg.SensorDefinition:
         target=monitor_job(),
         minimum_interval_seconds=settings.monitor.sensor_interval_s,
         default_status=dg.DefaultSensorStatus.RUNNING,
-        description="Watches [monitor].traces_dir: a new or grown traces file runs production_traces and its check "
-        "(only new lines are read).",
+        description="Watches [monitor].traces_dir: a new or grown traces file, or changed [monitor] settings, runs "
+        "production_traces and its check (only new lines are read; the rates are judged again).",
     )
     def traces_sensor(context: dg.SensorEvaluationContext, ragpipe: RagpipeResource) -> dg.SensorResult:
-        m = ragpipe.settings().monitor
+        s = ragpipe.settings()
+        m = s.monitor
         if m.traces_dir is None:
             return dg.SensorResult(skip_reason="[monitor].traces_dir is not set")
         if not m.traces_dir.is_dir():
             return dg.SensorResult(skip_reason=f"[monitor].traces_dir {m.traces_dir} does not exist (yet)")
-        digest = _listing(m.traces_dir, m.pattern)
-        if not digest or digest == context.cursor:
-            return dg.SensorResult(skip_reason="no new traces", cursor=context.cursor)
+        listing = _listing(m.traces_dir, m.pattern)
+        old_listing, _, old_version = (context.cursor or "").partition(":")
+        cursor = f"{listing}:{_version(s)}"
+        if not listing or cursor == context.cursor:
+            return dg.SensorResult(skip_reason="no new traces, [monitor] unchanged", cursor=context.cursor)
+        # new traces, or [monitor] changed (min_traces, window_days...): the rates are judged again either way
+        trigger = "traces" if listing != old_listing or not old_version else "settings"
         return dg.SensorResult(
-            run_requests=[dg.RunRequest(run_key=digest, tags={"ragpipe/trigger": "traces"})], cursor=digest
+            run_requests=[dg.RunRequest(run_key=cursor, tags={"ragpipe/trigger": trigger})], cursor=cursor
         )
 
     return traces_sensor

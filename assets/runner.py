@@ -123,9 +123,9 @@ def materialize(
 
 
 def _named_job(defs: dg.Definitions, keys: set[dg.AssetKey]) -> dg.JobDefinition | None:
-    """The named job (ragpipe_job, or niah_job for the on-demand assets) that holds every key: the run shows under
-    that name in the UI's Runs list, not as an ad hoc asset job."""
-    for name in ("ragpipe_job", "niah_job"):
+    """The named job (ragpipe_job, or niah_job / monitor_job for those on-demand assets) that holds every key: the
+    run shows under that name in the UI's Runs list, not as an ad hoc asset job."""
+    for name in ("ragpipe_job", "niah_job", "monitor_job"):
         job = defs.resolve_job_def(name)
         if keys <= set(job.asset_layer.executable_asset_keys):
             return job

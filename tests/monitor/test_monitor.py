@@ -259,6 +259,16 @@ def test_the_sensor_runs_the_asset_and_its_check_warns_on_the_broken_day(tmp_pat
     assert f"{files[-1].name}:" in meta["bad_lines_named"] and "not JSON" in meta["bad_lines_named"]
     assert meta["figure"].startswith("![rates](data:image/png;base64,")
     assert "| 2026-11-08 |" in meta["daily"]
+    assert result.dagster_run.job_name == "monitor_job"  # a named run, not Dagster's ad hoc asset job
+
+    # [monitor].min_traces changed, no new trace: the sensor runs it again, so the rates are judged under it
+    grown = tick(first.cursor).cursor
+    s = settings(tmp_path, min_traces=5)
+    defs, resources = _defs_and_resources(s)
+    sensor = defs.get_sensor_def("traces_sensor")
+    (again,) = tick(grown).run_requests
+    assert again.tags["ragpipe/trigger"] == "settings"
+    assert not tick(tick(grown).cursor).run_requests  # once
 
 
 def test_ragpipe_monitor_prints_the_days_and_gates_on_a_rate_out_of_its_interval(
