@@ -45,8 +45,11 @@ fmt: setup                  # also rewrites docs/cli.md from the parser
 	$(VENV)/bin/ruff format .
 	$(PY) docs/cli_reference.py
 
+# dagster dev maps SIGTERM to whatever SIGINT does; a shell that starts `make ui` in the background leaves SIGINT
+# ignored, and then SIGTERM is ignored too. SIGINT is restored first, so both stop it cleanly from anywhere.
+UI_PORT ?= 3000
 ui: setup
-	$(VENV)/bin/dagster dev -h 127.0.0.1
+	$(PY) -c 'import os, signal; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv("$(VENV)/bin/dagster", ["dagster", "dev", "-h", "127.0.0.1", "-p", "$(UI_PORT)"])'
 
 bench: bench-deps
 	$(PY) bench/ingest.py
