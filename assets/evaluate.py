@@ -81,19 +81,15 @@ def _stats_result(step: StageRun) -> dg.MaterializeResult:
     return dg.MaterializeResult(metadata={**step.stats, **step.recorded()})
 
 
-def _gate(blocking: list[Any]) -> str:
-    """OK, or BLOCKED with the count of each blocking verdict: the gate as the Runs list shows it."""
-    return (
-        "OK"
-        if not blocking
-        else "BLOCKED ("
-        + ", ".join(
-            f"{n} {k}"
-            for k in ("fail", "needs_review", "error", "did_not_run")
-            if (n := sum(r.verdict == k for r in blocking))
-        )
-        + ")"
-    )
+def _gate(blocking: list[Any], block: tuple[str, ...]) -> dict[str, str]:
+    """The gate as the Runs list shows it: `ragpipe/gate` OK or BLOCKED (short, so the list never cuts it), and
+    `ragpipe/blocking` with the count of each blocking verdict (and of unverified tests when [gate].block has it)."""
+    if not blocking:
+        return {"ragpipe/gate": "OK", "ragpipe/blocking": "none"}
+    counts = [(k, sum(r.verdict == k for r in blocking)) for k in ("fail", "needs_review", "error", "did_not_run")]
+    if "unverified" in block:
+        counts.append(("unverified", sum(r.unverified for r in blocking)))
+    return {"ragpipe/gate": "BLOCKED", "ragpipe/blocking": ", ".join(f"{n} {k}" for k, n in counts if n)}
 
 
 def _verdict_checks(
@@ -144,9 +140,10 @@ def _verdicts_result(step: StageRun) -> dg.MaterializeResult:
         ).fetchall()
     ]
     assert summary is not None
-    gate = _gate(summary.blocking(step.settings.gate.block))
+    tags = _gate(summary.blocking(step.settings.gate.block), step.settings.gate.block)
     # The gate in the Runs list: a run that succeeded can still have blocked the gate.
-    step.context.instance.add_run_tags(step.context.run.run_id, {"ragpipe/gate": gate})
+    step.context.instance.add_run_tags(step.context.run.run_id, tags)
+    gate = tags["ragpipe/gate"] + (f" ({tags['ragpipe/blocking']})" if tags["ragpipe/gate"] == "BLOCKED" else "")
     failing = [(r.question_id, r.verdict, r.reason) for r in summary.rows if r.verdict in ("fail", "error")]
     dnr = [(r.question_id, r.reason) for r in summary.rows if r.verdict == "did_not_run"]
     review = [

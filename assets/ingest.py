@@ -9,6 +9,7 @@ from typing import Any
 import dagster as dg
 
 from ragpipe import embed, ingest
+from ragpipe.core import heartbeat
 from ragpipe.assets.automation import RAGPIPE_CONDITION
 from ragpipe.assets.errors import door
 from ragpipe.assets.inputs import CHANGE, recorded_inputs
@@ -46,7 +47,9 @@ def prepare_embedder(context: Any, s: Settings) -> None:
     """Build a new embedder's local model before taking the warehouse's writer lock (`ragpipe sql` keeps answering).
     The documents stage needs it too when it embeds while parsing ([scale].embed_while_parsing)."""
     t0 = time.perf_counter()
-    if embed.prepare(s.embedder, s.models_dir):
+    with heartbeat(context.log.info, f"building the {s.embedder.name} model (once; minutes on a small machine)"):
+        built = embed.prepare(s.embedder, s.models_dir)
+    if built:
         context.log.info(f"built the {s.embedder.name} model under {s.models_dir} in {time.perf_counter() - t0:.0f} s")
 
 

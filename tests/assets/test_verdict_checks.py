@@ -40,3 +40,17 @@ def test_a_list_of_tests_is_an_inline_table_of_its_first_rows_and_says_how_many_
     assert records[-1]["test"].startswith("... and 5 more")
     assert len(table_of_tests(rows[:3], ("test", "verdict", "reason")).records) == 3
     assert table_of_tests([], ("test", "why")).records == []
+
+
+def test_the_gate_tag_is_short_and_the_blocking_counts_stand_beside_it() -> None:
+    from types import SimpleNamespace as Row
+
+    from ragpipe.assets.evaluate import _gate
+
+    rows = [Row(verdict="fail", unverified=False)] * 17 + [Row(verdict="pass", unverified=True)] * 2
+    assert _gate(rows, ("fail", "unverified")) == {
+        "ragpipe/gate": "BLOCKED",
+        "ragpipe/blocking": "17 fail, 2 unverified",
+    }
+    assert _gate(rows[-2:], ("fail", "unverified"))["ragpipe/blocking"] == "2 unverified"  # was "BLOCKED ()"
+    assert _gate([], ("fail",)) == {"ragpipe/gate": "OK", "ragpipe/blocking": "none"}
