@@ -9,12 +9,12 @@ from typing import Any
 import dagster as dg
 
 from ragpipe import embed, ingest
-from ragpipe.core import heartbeat
 from ragpipe.assets.automation import RAGPIPE_CONDITION
 from ragpipe.assets.errors import door
 from ragpipe.assets.inputs import CHANGE, recorded_inputs
 from ragpipe.assets.resources import RagpipeResource
 from ragpipe.assets.sharded import ShardedStage, sharded_asset
+from ragpipe.core import heartbeat
 from ragpipe.settings import Settings
 from ragpipe.versions import code_version
 
