@@ -22,14 +22,17 @@ from typing import Any
 import dagster as dg
 
 from ragpipe.assets.errors import door
+from ragpipe.assets.on_demand import on_demand
 from ragpipe.assets.resources import RagpipeResource
 from ragpipe.settings import Settings
 
 GROUP = "niah"
 # Grey in the graph until someone runs them: the UI should say that is expected.
 ON_DEMAND = (
-    " On demand (`ragpipe niah run`, or Materialize here); never run by the automation, the sensors or the schedule."
+    " On demand (`ragpipe niah run`, or Materialize here); never run by the automation, the sensors or the schedule, "
+    "nor by a Materialize all of the whole graph."
 )
+HOW = "select the niah group and Materialize it, or run `ragpipe niah run`"
 
 
 def _version(settings: Settings, *sections: str, risk: bool = False) -> str:
@@ -104,10 +107,12 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         kinds={"duckdb"},
         code_version=_version(settings),
         pool="duckdb",
+        output_required=False,
         description="Filler haystacks per (length, repetition) from the configured corpus or [niah].haystack_dir, "
         "counted with the named local tokenizer; the same seed gives the same haystacks." + ON_DEMAND,
     )
     @door
+    @on_demand(HOW)
     def niah_haystacks(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         from ragpipe.niah import build_haystacks
 
@@ -122,10 +127,12 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         kinds={"duckdb", "lancedb"},
         code_version=_version(settings, "chunker", "embedder", "retriever", "answerer"),
         pool="duckdb",
+        output_required=False,
         description="Every length x depth x repetition x needle type x question method, on the retrieval and the "
         "full-context subjects: one niah_trials row per trial and subject." + ON_DEMAND,
     )
     @door
+    @on_demand(HOW)
     def niah_trials(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         from ragpipe.niah import run_trials
 
@@ -150,10 +157,12 @@ def build_niah_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         kinds={"duckdb", "matplotlib"},
         code_version=_version(settings, risk=True),
         pool="duckdb",
+        output_required=False,
         description="One figure per subject (metrics side by side, length x depth, n and 95% intervals, overflow marked), "
         "effective context length and positional bias raised only when the intervals support them." + ON_DEMAND,
     )
     @door
+    @on_demand(HOW)
     def niah_report(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         from ragpipe.niah import render_text, report
 

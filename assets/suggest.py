@@ -7,6 +7,7 @@ import json
 import dagster as dg
 
 from ragpipe.assets.errors import door
+from ragpipe.assets.on_demand import on_demand
 from ragpipe.assets.resources import RagpipeResource
 from ragpipe.assets.tables import table_of_tests
 from ragpipe.settings import Settings
@@ -40,13 +41,16 @@ def build_suggestions(settings: Settings) -> dg.AssetsDefinition:
         kinds={"duckdb", "markdown"},
         code_version=_version(settings),
         pool="duckdb",
+        output_required=False,
         description="Near-miss negative tests (and positives) proposed from the current chunks: each asks for a "
         "value its trap sentence states, under a qualifier the corpus never pairs with it (the search is the "
         "evidence), with the trap's rank under the current retrieval. The review sheet is suggestions.md beside the "
         "warehouse; accept with `ragpipe golden suggest --accept ID`. On demand (Materialize here, or `ragpipe "
-        "golden suggest`); never run by the automation, the sensors or the schedule.",
+        "golden suggest`); never run by the automation, the sensors or the schedule, nor by a Materialize all of the "
+        "whole graph.",
     )
     @door
+    @on_demand("select golden_suggestions and Materialize it, or run `ragpipe golden suggest`")
     def golden_suggestions(
         context: dg.AssetExecutionContext, config: SuggestConfig, ragpipe: RagpipeResource
     ) -> dg.MaterializeResult:

@@ -3,6 +3,7 @@ has the shape ragpipe relies on, and a snapshot of the code location's names sho
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -207,3 +208,25 @@ def test_a_new_evaluation_stage_is_one_row(tmp_path: Path) -> None:
     result = dg.materialize([new], resources=resources, instance=p.instance, selection=["warehouse_census"])
     assert result.success
     assert p.metadata(result, "warehouse_census")["tables"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.dagster
+def test_a_materialize_all_of_the_whole_graph_does_not_sweep_the_on_demand_assets_along(tmp_path: Path) -> None:
+    """The UI's Materialize all selects every asset: the on-demand ones (NIAH trials, golden suggestions) log why they
+    did not run and materialize nothing; asked for alone, they run."""
+    from conftest import make_project
+
+    from ragpipe.assets.runner import materialize
+
+    p = make_project(tmp_path / "proj")
+    result = materialize(str(p.settings_file), ["corpus", "niah_haystacks", "golden_suggestions"], p.instance)
+    assert result.success
+    assert {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()} == {"corpus"}
+    warnings = [e.user_message for e in p.instance.all_logs(result.run_id) if e.level == logging.WARNING]
+    assert any("niah_haystacks not run: it runs on demand only" in m and "(corpus)" in m for m in warnings), warnings
+    assert any("golden_suggestions not run" in m and "ragpipe golden suggest" in m for m in warnings), warnings
+    alone = materialize(str(p.settings_file), ["niah_haystacks"], p.instance)
+    assert alone.success and [e.asset_key.to_user_string() for e in alone.get_asset_materialization_events()] == [
+        "niah_haystacks"
+    ]
