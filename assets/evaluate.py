@@ -231,6 +231,12 @@ VERDICTS_STAGE = Stage(
     takes_trigger=True,
     description=lambda s: (
         "pass / fail / needs review / test did not run / error per test, and unverified under the current embedder."
+        + (
+            " The configured answerer is the extractive baseline (no language model): its fails are expected and "
+            "show what the gate catches; set [answerer] to a model to evaluate it."
+            if s.answerer.kind == "extractive"
+            else ""
+        )
     ),
 )
 EVAL_STAGES = (GOLDEN_SET, STAMPS, RETRIEVALS, ANSWERS, VERDICTS_STAGE)  # in pipeline order

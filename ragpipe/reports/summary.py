@@ -179,6 +179,18 @@ def _reason(r: Row, s: EvalSummary, title: str) -> str:
     return r.reason
 
 
+BASELINE_NOTE = (
+    "the answerer is the extractive baseline (no language model: it copies the retrieved sentence closest to the "
+    "question), so fails and refusals are expected: they show what the gate catches. Set [answerer] to a model to "
+    "evaluate it"
+)
+
+
+def baseline_note(s: EvalSummary) -> str:
+    """Why the verdicts of the extractive baseline fail, said where they are read ('' for any other answerer)."""
+    return BASELINE_NOTE if s.answerer.startswith("extractive") else ""
+
+
 def unverified_hint(s: EvalSummary) -> str:
     """What to do about tests unverified against the app: its embedder name may be another name for their model."""
     reported = s.retriever.get("embedder") if s.subject is not None else None
@@ -211,6 +223,7 @@ def render_text(s: EvalSummary, block: tuple[str, ...]) -> str:
         f"{s.count('did_not_run')} did not run, {s.count('error')} error; {s.n_unverified} unverified under current "
         "embedder",
         f"  retrieval of anchors{' ' + s.metric_scope if s.metric_scope else ''}: hit@{m['k']}={m['hit_at_k']:.3f}  MRR={m['mrr']:.3f}  recall@{m['k']}={m['recall_at_k']:.3f}",
+        *([f"  NOTE: {baseline_note(s)}."] if baseline_note(s) else []),
     ]
     for title, pred in SECTIONS:
         chosen = [r for r in s.rows if pred(r)]
@@ -255,6 +268,7 @@ def render_markdown(s: EvalSummary, block: tuple[str, ...]) -> str:
         f"| {s.count('pass')} | {s.count('fail')} | {s.count('needs_review')} | {s.count('did_not_run')} | {s.count('error')} "
         f"| {s.n_unverified} | {m['hit_at_k']:.3f} | {m['mrr']:.3f} |",
         *(["", f"hit@{m['k']} and MRR {s.metric_scope}."] if s.metric_scope else []),
+        *(["", f"> **Note**: {baseline_note(s)}."] if baseline_note(s) else []),
     ]
     for title, pred in SECTIONS:
         chosen = [r for r in s.rows if pred(r)]

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from conftest import EXAMPLES, Project, make_project, project_settings, write_settings
 from faultkit import Proc
+from truthkit import assert_summary_true
 
 from ragpipe.assets.runner import materialize
 from ragpipe.cli import main
@@ -51,7 +52,12 @@ def _configure(p: Project, subject: dict[str, Any]) -> None:
 
 def _ci(p: Project, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     code = main(["--settings", str(p.settings_file), "ci"])
-    return code, capsys.readouterr().out
+    out = capsys.readouterr().out
+    from ragpipe.warehouse import connect
+
+    with connect(p.settings().duckdb_path, read_only=True) as con:
+        assert_summary_true(con)  # every figure the summary prints, recomputed from the tables
+    return code, out
 
 
 def _verdicts(p: Project) -> dict[str, tuple[str, str]]:

@@ -11,6 +11,7 @@ from xml.etree import ElementTree as ET
 import duckdb
 import pytest
 from conftest import Project, make_project
+from truthkit import assert_summary_true
 
 from ragpipe.assets.runner import materialize_stale
 from ragpipe.cli import main
@@ -25,6 +26,7 @@ def _run(p: Project) -> str:
     _, result = materialize_stale(str(p.settings_file), p.instance)
     assert result is not None and result.success
     with connect(p.settings().duckdb_path, read_only=True) as con:
+        assert_summary_true(con)  # every figure the summary prints, recomputed from the tables
         return con.execute("SELECT eval_run_id FROM latest_eval_run").fetchone()[0]
 
 
