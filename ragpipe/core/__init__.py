@@ -5,7 +5,7 @@ from ragpipe.core.exports import lazy_exports
 
 _EXPORTS = {
     "errors": ["EXIT_OK", "EXIT_BLOCKED", "EXIT_INPUT", "EXIT_BUSY", "RagpipeError", "InputError"],
-    "logs": ["Log", "no_log", "heartbeat"],
+    "logs": ["Log", "no_log", "heartbeat", "time_left"],
     "text": ["FOLD", "fold", "collapse_whitespace", "normalize_text", "common_prefix"],
     "vocabulary": [
         "VerdictName",

@@ -18,6 +18,14 @@ def no_log(line: str) -> None:
     """A Log that drops every line."""
 
 
+def time_left(done: int, total: int, elapsed_s: float) -> str:
+    """ "about 2 min 30 s left" at the rate so far ('' before the first item and after the last)."""
+    if not done or done >= total:
+        return ""
+    left = elapsed_s / done * (total - done)
+    return f"about {left / 60:.0f} min {left % 60:.0f} s left" if left >= 60 else f"about {left:.0f} s left"
+
+
 class _Tee(io.TextIOBase):
     """Writes through to the stream it wraps and keeps the last progress-bar line (tqdm redraws with '\\r')."""
 

@@ -10,7 +10,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ragpipe.core import Log, no_log
+from ragpipe.core import Log, no_log, time_left
 from ragpipe.embed import store
 from ragpipe.embed.embedders import Embedder, LazyEmbedder
 from ragpipe.embed.while_parsing import clear_prefetched, load_prefetched
@@ -68,7 +68,10 @@ def embed_chunks(
     def progress(done: int, total: int, secs: float) -> None:
         if done == total or secs - last[0] >= 5:
             last[0] = secs
-            log(f"embed [{emb.tag}]: {done}/{total} chunks, {done / max(secs, 1e-9):.1f} chunks/s")
+            eta = time_left(done, total, secs)
+            log(
+                f"embed [{emb.tag}]: {done}/{total} chunks, {done / max(secs, 1e-9):.1f} chunks/s{', ' + eta if eta else ''}"
+            )
 
     waiting = load_prefetched(settings, emb.tag)  # embedded while parsing (ragpipe.embed.while_parsing)
     if waiting:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import duckdb
 
+from ragpipe.core import time_left
 from ragpipe.warehouse import transaction
 
 
@@ -17,9 +18,8 @@ def record_failure(con: duckdb.DuckDBPyConnection, run_id: str, asset: str, exc:
 
 def progress_line(what: str, done: int, total: int, elapsed_s: float, last: str = "") -> str:
     """ "answered 12/43 (neg_12): 61 s elapsed, about 2 min 30 s left" (the rate so far gives the estimate)."""
-    left = elapsed_s / done * (total - done) if done else 0.0
-    eta = f"{left / 60:.0f} min {left % 60:.0f} s" if left >= 60 else f"{left:.0f} s"
-    return f"{what} {done}/{total}{f' ({last})' if last else ''}: {elapsed_s:.0f} s elapsed, about {eta} left"
+    eta = time_left(done, total, elapsed_s) or "about 0 s left"
+    return f"{what} {done}/{total}{f' ({last})' if last else ''}: {elapsed_s:.0f} s elapsed, {eta}"
 
 
 def latest_eval_run(con: duckdb.DuckDBPyConnection, where: str, run_id: str) -> str:

@@ -32,3 +32,11 @@ def test_quiet_work_shorter_than_a_beat_logs_nothing() -> None:
     with heartbeat(lines.append, "x", every_s=5):
         pass
     assert lines == []
+
+
+def test_time_left_at_the_rate_so_far() -> None:
+    from ragpipe.core import time_left
+
+    assert time_left(10, 40, 20.0) == "about 1 min 0 s left"  # 30 items at 2 s each
+    assert time_left(30, 40, 15.0) == "about 5 s left"
+    assert time_left(0, 40, 3.0) == "" and time_left(40, 40, 9.0) == ""
