@@ -107,3 +107,42 @@ def assert_summary_true(con: duckdb.DuckDBPyConnection) -> str:
         assert all(f"cause: {c}" in text for c in causes)
         assert all(len(set(c.split("; "))) == len(c.split("; ")) for c in causes), causes  # each cause once
     return text
+
+
+def assert_materializations_true(con: duckdb.DuckDBPyConnection, result: Any) -> None:
+    """The figures of the run's materializations and checks against the tables: the verdicts' counts and gate, each
+    check's counts and the tests its description names, retrievals' hit@k and the tests it is over."""
+    events = {
+        e.asset_key.to_user_string(): e.materialization.metadata for e in result.get_asset_materialization_events()
+    }
+    if "verdicts" not in events:
+        return
+    meta = {k: v.value for k, v in events["verdicts"].items()}
+    run = meta["eval_run_id"]
+    by: dict[str, list[str]] = {}
+    for q, v, unverified in con.execute(
+        "SELECT question_id, verdict, unverified FROM verdicts WHERE eval_run_id = ? ORDER BY question_id", [run]
+    ).fetchall():
+        by.setdefault(v, []).append(q)
+        if unverified:
+            by.setdefault("unverified", []).append(q)
+    for k in ("pass", "fail", "needs_review", "did_not_run", "error", "unverified"):
+        assert meta[k] == len(by.get(k, [])), (k, meta[k], len(by.get(k, [])))
+    assert meta["tests"] == sum(len(by.get(k, [])) for k in ("pass", "fail", "needs_review", "did_not_run", "error"))
+    blocked = [f"{len(by[k])} {k}" for k in ("fail", "needs_review", "error", "did_not_run") if by.get(k)]
+    assert meta["gate"] == (f"BLOCKED ({', '.join(blocked)})" if blocked else "OK"), meta["gate"]
+    checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
+    for name, kinds in (("no_failures", ("fail", "needs_review", "error")), ("every_test_ran", ("did_not_run",))):
+        c = checks[name]
+        assert c.passed == (not any(by.get(k) for k in kinds))
+        for k in kinds:
+            assert c.metadata[k].value == len(by.get(k, []))
+            label = "did not run" if k == "did_not_run" else k
+            if by.get(k):
+                assert f"{label} ({len(by[k])}): {', '.join(by[k][:3])}" in (c.description or ""), c.description
+    if "retrievals" in events:
+        r = {k: v.value for k, v in events["retrievals"].items()}
+        row = _one(
+            con, "SELECT hit_at_k, metric_tests, n_tests FROM eval_runs WHERE eval_run_id = ?", [r["eval_run_id"]]
+        )
+        assert r["hit_at_k"] == row[0] and r["metrics_over"].startswith(f"{row[1]} of {row[2]} tests"), (r, row)

@@ -11,7 +11,7 @@ from xml.etree import ElementTree as ET
 import duckdb
 import pytest
 from conftest import Project, make_project
-from truthkit import assert_summary_true
+from truthkit import assert_materializations_true, assert_summary_true
 
 from ragpipe.assets.runner import materialize_stale
 from ragpipe.cli import main
@@ -27,6 +27,7 @@ def _run(p: Project) -> str:
     assert result is not None and result.success
     with connect(p.settings().duckdb_path, read_only=True) as con:
         assert_summary_true(con)  # every figure the summary prints, recomputed from the tables
+        assert_materializations_true(con, result)  # and those of the materializations and checks
         return con.execute("SELECT eval_run_id FROM latest_eval_run").fetchone()[0]
 
 
