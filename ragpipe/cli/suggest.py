@@ -165,9 +165,11 @@ After accepting: `ragpipe ci` runs the new tests; `ragpipe golden validate` chec
     p.add_argument(
         "--kinds",
         default="periods,versions,names,changes",
-        help="qualifiers to vary, comma-separated: periods (years, quarters, dates), versions, names "
+        help="qualifiers to vary, comma-separated: periods (years, quarters, dates; only along a series the corpus "
+        "states, or a recurring period of a measure), versions, names "
         '(SHA-256, HR-400, `module.attr`), changes (a change note of reference documentation, "Changed in '
-        'version 3.4: ...", asked about another version) (default: all)',
+        'version 3.4: ...", asked about another version) (default: those four); false-premise (not by default: a '
+        "one-off statement's year moved, whose pass is an answer that corrects the premise)",
     )
     p.add_argument(
         "--phrase",

@@ -15,20 +15,24 @@ import duckdb
 from ragpipe.core import Log, RagpipeError, no_log
 from ragpipe.embed import Embedder, load_embedder, open_store, open_table
 from ragpipe.golden import (
+    FALSE_PREMISE,
     QUALIFIER_KINDS,
     Candidate,
     Corpus,
     Notes,
+    SeriesIndex,
     agreeing,
     candidates,
     change_notes,
     change_question,
     change_siblings,
+    fair_period,
     qualifiers,
     question,
     remember,
     search_change,
     sentences_of,
+    series_index,
     siblings,
 )
 from ragpipe.rag import retrieve_many
@@ -46,7 +50,7 @@ class SuggestError(RagpipeError):
 class Proposal:
     suggestion_id: str
     kind: str  # negative | positive
-    qualifier_kind: str  # periods | versions | names
+    qualifier_kind: str  # periods | versions | names | changes | false-premise
     question: str
     quote: str
     source: str
@@ -105,16 +109,22 @@ def read_corpus(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> tuple[Corpu
     return Corpus(sentences, {d: "\n".join(t) for d, t in documents.items()}), change_notes(rows), len(rows)
 
 
-def _round_robin(corpus: Corpus, notes: Notes, kinds: Iterable[str], taken: set[str]) -> Iterator[Candidate]:
-    """Candidates a document at a time in turn, so that the proposals spread over the corpus (a document's change
-    notes after its values); a quote already in the golden set is left out."""
+def _pool(corpus: Corpus, notes: Notes, kinds: Iterable[str], taken: set[str]) -> dict[str, list[Candidate]]:
+    """Candidates by document (a document's change notes after its values); a quote already in the golden set is
+    left out. False-premise questions move periods: they read the period candidates."""
+    groups = (*kinds, "periods") if FALSE_PREMISE in kinds else tuple(kinds)
     by_doc: dict[str, list[Candidate]] = {}
     for s in corpus.sentences:
         if s.text not in taken:
-            by_doc.setdefault(s.doc_id, []).extend(candidates(s, kinds))
+            by_doc.setdefault(s.doc_id, []).extend(candidates(s, groups))
     for c in notes.candidates if "changes" in kinds else []:
         if c.sentence.text not in taken:
             by_doc.setdefault(c.sentence.doc_id, []).append(c)
+    return by_doc
+
+
+def _round_robin(by_doc: dict[str, list[Candidate]]) -> Iterator[Candidate]:
+    """Candidates a document at a time in turn, so that the proposals spread over the corpus."""
     queues = [iter(v) for _, v in sorted(by_doc.items())]
     while queues:
         for q in list(queues):
@@ -125,11 +135,44 @@ def _round_robin(corpus: Corpus, notes: Notes, kinds: Iterable[str], taken: set[
                 yield c
 
 
+ONE_OFF = "negative: a one-off statement, no series in the corpus (--kinds false-premise proposes it)"
+FAIR = {
+    "versions": "a version recurs: the same statement asked of another release",
+    "names": "another name of the same pattern the corpus holds",
+    "changes": "a change note asked about a version its subject has no note for",
+}
+
+
+def _fairness(c: Candidate, index: SeriesIndex, kinds: tuple[str, ...]) -> tuple[str, str]:
+    """(the proposal's kind, why it is fair), or ('', '') when it is not proposed: a period is moved only along a
+    series, or as a false premise when those are asked for."""
+    if c.qualifier.group != "periods":
+        return c.qualifier.group, FAIR[c.qualifier.group]
+    fair = fair_period(c, index)
+    if fair and "periods" in kinds:
+        return "periods", fair
+    if not fair and FALSE_PREMISE in kinds:
+        return FALSE_PREMISE, (
+            "a one-off statement asked of another period: the premise is false, and the pass is an answer that says "
+            f"so (a refusal citing {c.qualifier.text!r})"
+        )
+    return "", ""
+
+
 def _negative(
-    c: Candidate, corpus: Corpus, notes: Notes, seen: dict[str, set[str]], dropped: dict[str, int]
+    c: Candidate,
+    corpus: Corpus,
+    notes: Notes,
+    seen: dict[str, set[str]],
+    dropped: dict[str, int],
+    fairness: tuple[str, str],
 ) -> Proposal | None:
     """The first sibling qualifier whose question the corpus does not answer; None when every one is answered. A
     change note is asked about another version of its subject, a value under another qualifier."""
+    kind, fair = fairness
+    if not kind:
+        dropped[ONE_OFF] += 1
+        return None
     change = c.qualifier.group == "changes"
     if change:
         sibs = change_siblings(c, notes, {v for k, vs in seen.items() if k.startswith("version:") for v in vs})
@@ -147,9 +190,10 @@ def _negative(
                 "why": ev.why(sib),
                 "closest": [{"chunk_id": cid, "sentence": text, "share": round(sh, 2)} for cid, text, sh in ev.closest],
                 "tried": tried[:-1],
+                "fair": fair,
             }
             return Proposal(
-                _id("negative", asked, c.sentence.text), "negative", c.qualifier.group, asked, c.sentence.text,
+                _id("negative", asked, c.sentence.text), "negative", kind, asked, c.sentence.text,
                 c.sentence.doc_id, c.value.text, c.sentence.chunk_id, c.qualifier.text, sib, evidence,
             )  # fmt: skip
     dropped["negative: every sibling qualifier is answered in the corpus" if tried else "negative: no sibling"] += 1
@@ -188,12 +232,14 @@ def _collect(
     traps: dict[str, Candidate] = {}
     used: set[tuple[str, str]] = set()
     n = 0
-    for c in _round_robin(corpus, notes, kinds, taken):
+    pool = _pool(corpus, notes, kinds, taken)
+    index = series_index(c for cands in pool.values() for c in cands)
+    for c in _round_robin(pool):
         if len(neg) >= negatives and len(pos) >= positives:
             break
         n += 1
         if len(neg) < negatives and ("n", c.subject or c.sentence.text) not in used:
-            p = _negative(c, corpus, notes, seen, dropped)
+            p = _negative(c, corpus, notes, seen, dropped, _fairness(c, index, kinds))
             if p and p.suggestion_id not in decided and all(p.question != q.question for q in neg):
                 neg.append(p)
                 traps[p.suggestion_id] = c
@@ -243,9 +289,11 @@ def suggest(
     ones stay) and return them, quote in top k first."""
     t0 = time.perf_counter()
     kinds = tuple(kinds)
-    unknown = sorted(set(kinds) - set(QUALIFIER_KINDS))
+    unknown = sorted(set(kinds) - {*QUALIFIER_KINDS, FALSE_PREMISE})
     if unknown:
-        raise SuggestError(f"unknown --kinds {', '.join(unknown)}; choose from {', '.join(QUALIFIER_KINDS)}")
+        raise SuggestError(
+            f"unknown --kinds {', '.join(unknown)}; choose from {', '.join((*QUALIFIER_KINDS, FALSE_PREMISE))}"
+        )
     corpus, notes, n_chunks = read_corpus(con, settings.chunker_tag)
     seen: dict[str, set[str]] = {}
     for s in corpus.sentences:
@@ -255,6 +303,7 @@ def suggest(
         [
             "negative: every sibling qualifier is answered in the corpus",
             "negative: no sibling",
+            ONE_OFF,
             "negative: a retrieved passage may answer it in other words",
             "positive: the corpus states another value elsewhere",
         ],

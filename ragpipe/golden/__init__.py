@@ -36,6 +36,7 @@ _EXPORTS = {
     ],
     "doc_changes": ["Notes", "change_notes", "change_siblings", "change_question", "search_change"],
     "prose": ["askable", "readable"],
+    "series": ["FALSE_PREMISE", "SeriesIndex", "series_index", "fair_period"],
     "absence": ["Evidence", "Corpus", "agreeing"],
     "append": ["next_ids", "golden_object", "appended"],
     "quotes": ["quote_form", "plain_form", "html_form", "quote_forms", "closest_passage"],

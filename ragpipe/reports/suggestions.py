@@ -29,6 +29,7 @@ def _one(p: Proposal) -> list[str]:
         f"- **{'Trap value' if negative else 'Expected answer'}:** {p.value}"
         + (f"; asked of {p.asked_for!r} instead of {p.qualifier!r}" if negative else ""),
         f"- **{'Absence' if negative else 'One answer'}:** {ev.get('why', '')}; searched {ev.get('search', '')}",
+        *([f"- **Why fair:** {ev['fair']}"] if ev.get("fair") else []),
     ]
     for c in ev.get("closest", []):
         lines.append(f"  - closest ({c['share']:.0%} of the question's words): {c['sentence']}")
