@@ -362,8 +362,8 @@ def question(c: Candidate, new_qualifier: str | None = None) -> str:
     percentage?")."""
     text, v, q = c.sentence.text, c.value, c.qualifier
     wh, v_start = _wh(v), v.start
-    if v.kind in _NAMED and re.search(r"\bby $", text[: v.start]):
-        wh = "whom"  # "largely developed by Loudoun" -> "largely developed by whom"
+    if v.kind in ("PERSON", "ORG") and re.search(r"\bby $", text[: v.start]):
+        wh = "whom"  # "largely developed by Loudoun" -> "largely developed by whom"; a thing stays "by what"
     named = re.search(r"([A-Z][\w-]*) $", text[: v.start]) if v.kind == "version" else None
     if named:  # "HaloOS 4.0 was released ..." -> "Which HaloOS version was released ..."
         wh, v_start = f"which {named.group(1)} version", named.start()

@@ -21,13 +21,23 @@ def askable(text: str) -> bool:
     return numbers <= 3 and sum(bool(_WORD.match(t)) for t in tokens) >= 0.8 * (len(tokens) - numbers)
 
 
+# A question word spliced into a phrase instead of asking it: inside a noun phrase ("the Treaty of where",
+# "a group of who"), or before a number that qualified the value ("under what 1974"); a question cut at an
+# abbreviation ("on the banks of the St?"), or opening with a pronoun whose referent stayed in the document.
+_SPLICED = re.compile(
+    r"\b(?:of|the|a|an)\s+(?:where|who|when)\b|\b(?:what|where|who|whom|which)\s+\d|\b[A-Z][a-z]{0,2}\?$|"
+    r"^(?:It|They|This|These|He|She)\s"
+)
+
+
 def readable(asked: str) -> bool:
     """A question a person could read: five words or more with a finite verb ("Following the defeat of what in
     1815?" has none), opening with a word and not with a conjunction or a relative ("Which had been captured ..."),
-    its brackets and quotes closed."""
+    its brackets and quotes closed, its question word asking a whole phrase (_SPLICED)."""
     pairs = [("(", ")"), ("“", "”"), ("[", "]")]
     return (
         len(asked.split()) >= 5
+        and not _SPLICED.search(asked)
         and bool(re.match(r"[A-Z][a-z]*\b", asked))
         and not re.match(r"(?:And|But|Or|That|Whose|While|Whereas|Which (?!version\b)[a-z]+)\b", asked)
         and asked.count('"') % 2 == 0
