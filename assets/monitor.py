@@ -15,6 +15,7 @@ from ragpipe.assets.errors import door
 from ragpipe.assets.niah import markdown_image
 from ragpipe.assets.resources import RagpipeResource
 from ragpipe.assets.sensors import QUIET
+from ragpipe.assets.tables import table_of_tests
 from ragpipe.settings import Settings
 
 GROUP = "monitor"
@@ -44,7 +45,6 @@ def build_monitor_assets(settings: Settings) -> tuple[dg.AssetsDefinition, dg.As
     @door
     def production_traces(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         from ragpipe.monitor import DAILY_COLUMNS, daily_rows, days, ingest_traces, judge, rates_figure
-        from ragpipe.warehouse import format_rows
 
         s = ragpipe.settings()
         with ragpipe.warehouse() as con:
@@ -56,7 +56,11 @@ def build_monitor_assets(settings: Settings) -> tuple[dg.AssetsDefinition, dg.As
         if png is not None:
             metadata["figure"] = dg.MetadataValue.md(markdown_image(str(png)))
         metadata.update(got.stats())
-        metadata["daily"] = dg.MetadataValue.md(format_rows(DAILY_COLUMNS, daily_rows(series[-14:]), "markdown"))
+        # inline tables, in plain sight on the asset's page (a Markdown value hides behind "[Show Markdown]")
+        metadata["rates_judged"] = table_of_tests(
+            [(j.rate, j.status, j.line()) for j in judged], ("rate", "status", "reading"), where="the check"
+        )
+        metadata["daily"] = table_of_tests(daily_rows(series[-14:][::-1]), DAILY_COLUMNS, where="monitor_daily")
         if series:  # numbers of the latest day: the UI plots them across materializations
             for rate in ("refusal_rate", "citation_hit_rate", "correction_rate"):
                 if series[-1][rate] is not None:

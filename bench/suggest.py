@@ -3,6 +3,8 @@ truly unanswerable with a tempting trap.
 
     .venv/bin/python bench/suggest.py realdocs --negatives 80      # ../shared/data/realdocs/docs
     .venv/bin/python bench/suggest.py squad2 --negatives 80        # ../shared/data/squad2_dev/corpus
+    .venv/bin/python bench/suggest.py narrative --negatives 40     # bench/data/suggest/narrative (12 articles)
+    .venv/bin/python bench/suggest.py reports --negatives 40       # bench/data/suggest/reports (10 reports)
 
 Each corpus is ingested once into bench/results/suggest_<name>/ under the default settings (then reused), and
 `ragpipe golden suggest` runs as a user runs it, in its own process (whole-process wall time). A sample of the
@@ -23,11 +25,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = (ROOT / ".." / "shared" / "data").resolve()
+JUDGED = ROOT / "bench" / "data" / "suggest"
 CORPORA = {
     "realdocs": (SHARED / "realdocs" / "docs", []),
     "squad2": (SHARED / "squad2_dev" / "corpus", []),
+    # written for this measure by writers who never saw the proposal rules: 12 encyclopedia articles (some with
+    # figures for several periods, some with none) and 10 periodic reports of one utility
+    "narrative": (JUDGED / "narrative", []),
+    "reports": (JUDGED / "reports", []),
 }
-JUDGED = ROOT / "bench" / "data" / "suggest"
 
 
 def _settings(project: Path, corpus: Path, exclude: list[str]) -> Path:
@@ -102,6 +108,10 @@ def main() -> int:
             f"judged: {len(hits)} of the sample; truly unanswerable {sum(j['unanswerable'] for j in hits)}, "
             f"tempting trap {sum(j['tempting'] for j in hits)}, both {good} ({good / max(len(hits), 1):.0%})"
         )
+        for key in ("readable", "keep"):  # judged since the series rule: a grammatical question; a keeper
+            if any(key in j for j in hits):
+                n = sum(bool(j.get(key)) for j in hits)
+                print(f"  {key}: {n} of {len(hits)} ({n / max(len(hits), 1):.0%})")
     return 0
 
 

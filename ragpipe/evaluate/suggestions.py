@@ -233,7 +233,7 @@ def _collect(
     used: set[tuple[str, str]] = set()
     n = 0
     pool = _pool(corpus, notes, kinds, taken)
-    index = series_index(c for cands in pool.values() for c in cands)
+    index = series_index(corpus.sentences)
     for c in _round_robin(pool):
         if len(neg) >= negatives and len(pos) >= positives:
             break

@@ -8,34 +8,48 @@ Such a false-premise question is proposed only when asked for (`--kinds false-pr
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ragpipe.golden.near_miss import Candidate
+from ragpipe.golden.near_miss import Candidate, Sentence, qualifiers
+from ragpipe.reading import content_words
 
 RECURRING = frozenset({"quarter", "q", "fy", "month"})  # periods that recur by their nature
 MEASURES = frozenset({"money", "percent", "count"})  # values that recur by their nature
-SAME_ATTRIBUTE = 0.6  # the share of content words two attributes have in common to be one series
+SAME_ATTRIBUTE = 0.6  # the share of the asked attribute's words another period's sentence must state
 FALSE_PREMISE = "false-premise"
 
 
 @dataclass
 class SeriesIndex:
-    """Period statements of the corpus by the period's kind: (attribute, period as written)."""
+    """The corpus's sentences that state a number under a period, by the period's kind: (their content words less
+    the periods', the period as written). Any sentence counts, short or long, not only those a question is made of."""
 
     by_kind: dict[str, list[tuple[frozenset[str], str]]] = field(default_factory=dict)
 
 
-def series_index(cands: Iterable[Candidate]) -> SeriesIndex:
+def series_index(sentences: Iterable[Sentence]) -> SeriesIndex:
     index = SeriesIndex()
-    for c in cands:
-        if c.qualifier.group == "periods":
-            index.by_kind.setdefault(c.qualifier.kind, []).append((c.attribute, c.qualifier.text))
+    for s in sentences:
+        text = s.text.rstrip(".")  # a year that ends the sentence ("... in 2021.") is a period too
+        periods = qualifiers(text, ("periods",))
+        rest = text
+        for q in reversed(periods):
+            rest = rest[: q.start] + rest[q.end :]
+        if not periods or not re.search(r"\d", rest):
+            continue
+        words = frozenset(s.words - content_words(" ".join(q.text for q in periods)))
+        for q in periods:
+            index.by_kind.setdefault(q.kind, []).append((words, q.text))
     return index
 
 
-def _same(a: frozenset[str], b: frozenset[str]) -> bool:
-    return bool(a and b) and len(a & b) / len(a | b) >= SAME_ATTRIBUTE
+def _same(attribute: frozenset[str], words: frozenset[str]) -> bool:
+    """The other sentence states most of what is asked: at least two of the attribute's words (its one word when it
+    has one) and SAME_ATTRIBUTE of them."""
+    shared = len(attribute & words)
+    return shared >= min(2, len(attribute)) and shared >= SAME_ATTRIBUTE * len(attribute)
 
 
 def fair_period(c: Candidate, index: SeriesIndex) -> str:
@@ -44,8 +58,8 @@ def fair_period(c: Candidate, index: SeriesIndex) -> str:
     stated = sorted(
         {
             q
-            for attribute, q in index.by_kind.get(c.qualifier.kind, [])
-            if q != c.qualifier.text and _same(attribute, c.attribute)
+            for words, q in index.by_kind.get(c.qualifier.kind, [])
+            if q != c.qualifier.text and _same(c.attribute, words)
         }
     )
     if stated:

@@ -258,7 +258,14 @@ def test_the_sensor_runs_the_asset_and_its_check_warns_on_the_broken_day(tmp_pat
     assert meta["new_traces"] > 0 and meta["new_bad_lines"] == meta["bad_lines"] == 1
     assert f"{files[-1].name}:" in meta["bad_lines_named"] and "not JSON" in meta["bad_lines_named"]
     assert meta["figure"].startswith("![rates](data:image/png;base64,")
-    assert "| 2026-11-08 |" in meta["daily"]
+    # inline tables on the asset's page: the latest day first, and each rate's reading
+    days_shown = [r.data["day"] for r in meta["daily"].records]
+    assert "2026-11-08" in days_shown and days_shown == sorted(days_shown, reverse=True)
+    readings = {r.data["rate"]: r.data for r in meta["rates_judged"].records}
+    assert (
+        readings["refusal_rate"]["status"] == "out"
+        and "OUT of its recent interval" in readings["refusal_rate"]["reading"]
+    )
     assert result.dagster_run.job_name == "monitor_job"  # a named run, not Dagster's ad hoc asset job
 
     # [monitor].min_traces changed, no new trace: the sensor runs it again, so the rates are judged under it
