@@ -86,7 +86,8 @@ def _gate(blocking: list[Any], block: tuple[str, ...]) -> dict[str, str]:
     `ragpipe/blocking` with the count of each blocking verdict (and of unverified tests when [gate].block has it)."""
     if not blocking:
         return {"ragpipe/gate": "OK", "ragpipe/blocking": "none"}
-    counts = [(k, sum(r.verdict == k for r in blocking)) for k in ("fail", "needs_review", "error", "did_not_run")]
+    short = {"fail": "fail", "needs_review": "review", "error": "error", "did_not_run": "not run"}  # the list cuts
+    counts = [(word, sum(r.verdict == k for r in blocking)) for k, word in short.items()]  # long tags short
     if "unverified" in block:
         counts.append(("unverified", sum(r.unverified for r in blocking)))
     return {"ragpipe/gate": "BLOCKED", "ragpipe/blocking": ", ".join(f"{n} {k}" for k, n in counts if n)}

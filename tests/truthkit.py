@@ -129,7 +129,8 @@ def assert_materializations_true(con: duckdb.DuckDBPyConnection, result: Any) ->
     for k in ("pass", "fail", "needs_review", "did_not_run", "error", "unverified"):
         assert meta[k] == len(by.get(k, [])), (k, meta[k], len(by.get(k, [])))
     assert meta["tests"] == sum(len(by.get(k, [])) for k in ("pass", "fail", "needs_review", "did_not_run", "error"))
-    blocked = [f"{len(by[k])} {k}" for k in ("fail", "needs_review", "error", "did_not_run") if by.get(k)]
+    words = {"fail": "fail", "needs_review": "review", "error": "error", "did_not_run": "not run"}
+    blocked = [f"{len(by[k])} {w}" for k, w in words.items() if by.get(k)]
     assert meta["gate"] == (f"BLOCKED ({', '.join(blocked)})" if blocked else "OK"), meta["gate"]
     checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
     for name, kinds in (("no_failures", ("fail", "needs_review", "error")), ("every_test_ran", ("did_not_run",))):
