@@ -17,7 +17,7 @@ from ragpipe.assets.automation import RAGPIPE_CONDITION, RETRY_POLICY
 from ragpipe.assets.errors import door
 from ragpipe.assets.inputs import recorded_inputs
 from ragpipe.assets.resources import RagpipeResource
-from ragpipe.assets.triggers import AUTOMATION, automation_trigger, trigger_of
+from ragpipe.assets.triggers import AUTOMATION, READ_BY, automation_trigger, trigger_of
 from ragpipe.settings import Settings
 from ragpipe.versions import code_version
 
@@ -75,13 +75,14 @@ def _trigger(context: dg.AssetExecutionContext, s: Settings, stage: Stage) -> st
     """The run's trigger; for the automation's runs, what changed since this asset's last materialization (the
     first step to find it tags the run with it, so the Runs list and the later steps read the same word)."""
     run = context.instance.get_run_by_id(context.run.run_id)
-    trigger = trigger_of((run or context.run).tags)
-    if trigger != AUTOMATION:
+    tags = (run or context.run).tags
+    trigger = trigger_of(tags)
+    if trigger != AUTOMATION or READ_BY in tags:
         return trigger
     deps = [dg.AssetKey(d) for d in stage.upstream(s)]
-    found = automation_trigger(context.instance, context.asset_key, recorded(s, stage), deps)
-    if found != trigger:  # the Runs list says it too
-        context.instance.add_run_tags(context.run.run_id, {"ragpipe/trigger": found})
+    found = automation_trigger(context.instance, context.asset_key, recorded(s, stage), deps, context.run.run_id)
+    # the Runs list says it too, and the later steps of this run keep it
+    context.instance.add_run_tags(context.run.run_id, {"ragpipe/trigger": found, READ_BY: stage.name})
     return found
 
 
@@ -106,7 +107,8 @@ def stage_asset(stage: Stage, settings: Settings, severity: dg.AssetCheckSeverit
     @door
     def evaluation_stage(context: dg.AssetExecutionContext, ragpipe: RagpipeResource) -> dg.MaterializeResult:
         s = ragpipe.settings()
-        extra = {"trigger": _trigger(context, s, stage)} if stage.takes_trigger else {}
+        trigger = _trigger(context, s, stage)  # every stage reads it: the first of a run names what changed
+        extra = {"trigger": trigger} if stage.takes_trigger else {}
         with ragpipe.warehouse() as con:
             with failure_recorded(context, con):
                 run = getattr(evaluate, stage.run) if isinstance(stage.run, str) else stage.run

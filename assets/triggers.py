@@ -12,6 +12,7 @@ import dagster as dg
 from ragpipe.assets.inputs import SETTINGS, TESTS, json_entry
 
 AUTOMATION = "settings"  # the automation sensor's run tag (assets/automation.py)
+READ_BY = "ragpipe/trigger_read_by"  # the step that read what changed; later steps of the run keep its word
 SUBJECT = dg.AssetKey("subject")
 
 
@@ -30,11 +31,16 @@ def trigger_of(tags: Mapping[str, str]) -> str:
 
 
 def automation_trigger(
-    instance: dg.DagsterInstance, key: dg.AssetKey, definition: Mapping[str, Any], deps: list[dg.AssetKey]
+    instance: dg.DagsterInstance,
+    key: dg.AssetKey,
+    definition: Mapping[str, Any],
+    deps: list[dg.AssetKey],
+    run_id: str,
 ) -> str:
     """What changed since `key`'s latest materialization, for a run the automation requested: 'subject' (a new
     observation of the app), 'golden' (a test's hash), 'settings' (its stage's sections), 'upstream' (a dependency
-    materialized since), or 'settings' when nothing recorded differs (a code change)."""
+    materialized since by another run), or 'settings' when nothing recorded differs (a code change, or a dependency
+    this same run materialized for its own settings)."""
     record = instance.get_latest_materialization_event(key)
     if record is None or record.asset_materialization is None:
         return AUTOMATION
@@ -49,7 +55,7 @@ def automation_trigger(
     if json_entry(old, SETTINGS) not in (None, json_entry(definition, SETTINGS)):
         found.append("settings")
     if not found and any(
-        (r := instance.get_latest_materialization_event(d)) is not None and r.timestamp > since
+        (r := instance.get_latest_materialization_event(d)) is not None and r.timestamp > since and r.run_id != run_id
         for d in deps
         if d != SUBJECT
     ):

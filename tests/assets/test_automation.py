@@ -338,3 +338,29 @@ def test_staleness_down_the_chain_as_a_check(tmp_path: Path, monkeypatch: pytest
     p.materialize(sorted(DOWNSTREAM_OF_CHUNKS))
     reported, results = _currency_tick(p)
     assert all(passed for passed, _ in results.values()), results
+
+
+def test_an_automation_run_names_what_changed_once_for_all_its_steps(tmp_path: Path) -> None:
+    """The automation tags every run `settings`; the first evaluation step reads what changed and the run keeps its
+    word: a retriever change reads `settings` (not `upstream` from the steps after it), a golden line edit `golden`,
+    a chunker change run through in the same run `settings` (its own upstream steps are no outside cause)."""
+    import json
+
+    p = make_project(tmp_path / "auto")
+    p.materialize()
+
+    def automation_run(selection: set[str]) -> tuple[str, str]:
+        result = materialize(str(p.settings_file), sorted(selection), p.instance, {"ragpipe/trigger": "settings"})
+        assert result.success
+        run = p.sql("SELECT trigger FROM eval_runs ORDER BY started_at DESC LIMIT 1")[0][0]
+        return run, p.instance.get_run_by_id(result.run_id).tags["ragpipe/trigger"]
+
+    p.configure(k=4)
+    assert automation_run({"retrievals", "answers", "verdicts"}) == ("settings", "settings")
+    lines = p.golden.read_text().splitlines()
+    test = json.loads(lines[0])
+    test["question"] = test["question"].rstrip("?") + " exactly?"
+    p.golden.write_text("\n".join([json.dumps(test), *lines[1:]]) + "\n")
+    assert automation_run({"golden_set", "stamps", "retrievals", "answers", "verdicts"}) == ("golden", "golden")
+    p.configure(k=4, max_characters=500)
+    assert automation_run(DOWNSTREAM_OF_CHUNKS) == ("settings", "settings")
