@@ -22,10 +22,11 @@ def askable(text: str) -> bool:
 
 
 # A question word spliced into a phrase instead of asking it: inside a noun phrase ("the Treaty of where",
-# "a group of who"), or before a number that qualified the value ("under what 1974"); a question cut at an
+# "a group of who", "the how much project"), or before a number that qualified the value ("under what 1974"); a question cut at an
 # abbreviation ("on the banks of the St?"), or opening with a pronoun whose referent stayed in the document.
 _SPLICED = re.compile(
-    r"\b(?:of|the|a|an)\s+(?:where|who|when)\b|\b(?:what|where|who|whom|which)\s+\d|\b[A-Z][a-z]{0,2}\?$|"
+    r"\b(?:of|the|a|an)\s+(?:where|who|when)\b|\b(?:the|a|an)\s+(?:how (?:much|many)|what|which)\b|"
+    r"\b(?:what|where|who|whom|which)\s+\d|\b[A-Z][a-z]{0,2}\?$|"
     r"^(?:It|They|This|These|He|She)\s"
 )
 

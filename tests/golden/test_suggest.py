@@ -186,6 +186,7 @@ def test_a_question_word_spliced_into_a_phrase_is_never_proposed() -> None:
         "The territory was ceded under what 1974 and the Act of 1981?",  # before the number it replaced
         "A group of who settled on the banks of the St?",  # inside a noun phrase, cut at an abbreviation
         "It was signed by how many delegates in 1946?",  # a pronoun whose referent stayed in the document
+        "The city completed the how much sewer project in 2019?",  # a determiner before the question word
     ]
     assert not any(readable(q) for q in spliced)
     kept = ["Revenue for the third quarter of 2023 was how much?", "Who founded the company in 2016 with two partners?"]
