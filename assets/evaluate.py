@@ -82,12 +82,13 @@ def _stats_result(step: StageRun) -> dg.MaterializeResult:
 
 
 def _gate(blocking: list[Any], block: tuple[str, ...]) -> dict[str, str]:
-    """The gate as the Runs list shows it: `ragpipe/gate` OK or BLOCKED (short, so the list never cuts it), and
-    `ragpipe/blocking` with the count of each blocking verdict (and of unverified tests when [gate].block has it)."""
+    """The gate as the Runs list shows it: `ragpipe/gate` OK or BLOCKED, and `ragpipe/blocking` with the count of
+    each blocking verdict in short words (and of unverified tests when [gate].block has it): the list cuts long
+    tags."""
     if not blocking:
         return {"ragpipe/gate": "OK", "ragpipe/blocking": "none"}
-    short = {"fail": "fail", "needs_review": "review", "error": "error", "did_not_run": "not run"}  # the list cuts
-    counts = [(word, sum(r.verdict == k for r in blocking)) for k, word in short.items()]  # long tags short
+    short = {"fail": "fail", "needs_review": "review", "error": "error", "did_not_run": "not run"}
+    counts = [(word, sum(r.verdict == k for r in blocking)) for k, word in short.items()]
     if "unverified" in block:
         counts.append(("unverified", sum(r.unverified for r in blocking)))
     return {"ragpipe/gate": "BLOCKED", "ragpipe/blocking": ", ".join(f"{n} {k}" for k, n in counts if n)}
