@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12
 # Runs, sensor cursors and asset history persist in the instance configured by ./dagster.yaml.
 export DAGSTER_HOME := $(CURDIR)
 
-.PHONY: setup demo test test-fast lint fmt ui bench bench-deps clean
+.PHONY: setup demo test test-fast fuzz lint fmt ui bench bench-deps clean
 
 setup: $(STAMP)
 
@@ -30,6 +30,9 @@ demo: setup
 
 test: setup lint            # two workers, a test file each at a time: most slow tests wait on a server or a process
 	$(PY) -m pytest -n 2 --dist loadfile
+
+fuzz: setup                 # the fuzz tier of the readers of user input, longer than in make test (bench/README.md)
+	RAGPIPE_FUZZ_EXAMPLES=$${RAGPIPE_FUZZ_EXAMPLES:-5000} $(PY) -m pytest -q -p no:cacheprovider tests/project/test_fuzz_readers.py
 
 test-fast: setup            # the pure tests (no model, Dagster run, server or child process): under a minute
 	$(PY) -m pytest -m "not slow"

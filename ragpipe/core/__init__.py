@@ -4,7 +4,16 @@ share (verdicts, stamp statuses), how stages report progress, the machine's CPUs
 from ragpipe.core.exports import lazy_exports
 
 _EXPORTS = {
-    "errors": ["EXIT_OK", "EXIT_BLOCKED", "EXIT_INPUT", "EXIT_BUSY", "RagpipeError", "InputError"],
+    "errors": [
+        "EXIT_OK",
+        "EXIT_BLOCKED",
+        "EXIT_INPUT",
+        "EXIT_BUSY",
+        "RagpipeError",
+        "InputError",
+        "NotUtf8Error",
+        "read_user_text",
+    ],
     "logs": ["Log", "no_log", "heartbeat", "time_left"],
     "text": ["FOLD", "fold", "collapse_whitespace", "normalize_text", "common_prefix"],
     "vocabulary": [

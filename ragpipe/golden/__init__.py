@@ -14,6 +14,7 @@ _EXPORTS = {
         "GoldenTest",
         "GoldenFile",
         "json_objects",
+        "user_text",
         "load_golden",
         "check_quotes",
         "rewrite_fields",

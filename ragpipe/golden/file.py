@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ragpipe.core import InputError
+from ragpipe.core import InputError, NotUtf8Error, read_user_text
 from ragpipe.reading import is_refusal
 
 REQUIRED = ("question_id", "question", "expected_answer")
@@ -49,6 +49,14 @@ class GoldenSetError(InputError, ValueError):
     def __init__(self, problems: list[GoldenProblem]):
         self.problems = problems
         super().__init__(f"{len(problems)} problem(s) in the golden set:\n" + "\n".join(f"  {p}" for p in problems))
+
+
+def user_text(path: Path, what: str) -> str:
+    """A golden set (or answers) file as text; one that is not UTF-8 is a GoldenSetError naming file and line."""
+    try:
+        return read_user_text(path, what)
+    except NotUtf8Error as exc:
+        raise GoldenSetError([GoldenProblem(exc.path, exc.line, None, None, exc.detail)]) from None
 
 
 @dataclass
@@ -271,7 +279,7 @@ def load_golden(path: Path) -> GoldenFile:
         raise GoldenSetError(
             [GoldenProblem(name, 0, None, None, "file not found; set [golden].path in the settings file")]
         )
-    text = path.read_text(encoding="utf-8")
+    text = user_text(path, "golden set file")
     problems: list[GoldenProblem] = []
     fmt, objects = _objects(text, name, problems)
     line_of = _lines_of(text)

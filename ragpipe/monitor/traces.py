@@ -50,7 +50,10 @@ def _pick(obj: dict[str, Any], name: str) -> tuple[str, Any]:
 
 def _time(value: Any) -> dt.datetime:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        at = dt.datetime.fromtimestamp(value / 1000 if value > 1e11 else value, dt.timezone.utc)
+        try:
+            at = dt.datetime.fromtimestamp(value / 1000 if value > 1e11 else value, dt.timezone.utc)
+        except (ValueError, OverflowError, OSError):  # NaN, or past year 9999
+            raise TraceProblem(f"'time' as epoch seconds (or milliseconds) is out of range: {value!r}") from None
     elif isinstance(value, str):
         try:
             at = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
@@ -59,7 +62,10 @@ def _time(value: Any) -> dt.datetime:
     else:
         raise TraceProblem(f"'time' must be an ISO 8601 string or epoch seconds, got {type(value).__name__}")
     if at.tzinfo is not None:
-        at = at.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        try:
+            at = at.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        except OverflowError:  # "0001-01-01T00:00:00+01:00" is before year 1 in UTC
+            raise TraceProblem(f"'time' is out of range in UTC: {value!r}") from None
     return at
 
 

@@ -44,8 +44,10 @@ def build(cls: type, data: dict[str, Any], where: str, source: Path) -> Any:
             kwargs[name] = build(type(default), value, f"{where}.{name}", source)
             continue
         if isinstance(default, tuple):
-            if not isinstance(value, list):
-                raise SettingsError(f"{source}: [{where}].{name} must be a list, got {value!r}")
+            kinds = {type(v) for v in default}
+            if not isinstance(value, list) or (kinds and not all(type(v) in kinds for v in value)):
+                of = f" of {' or '.join(sorted(k.__name__ for k in kinds))}" if kinds else ""
+                raise SettingsError(f"{source}: [{where}].{name} must be a list{of}, got {value!r}")
             value = tuple(value)
         elif isinstance(default, bool) or isinstance(value, bool):
             if not isinstance(value, bool) or not isinstance(default, (bool, type(None))):

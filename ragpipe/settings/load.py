@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ragpipe.core import read_user_text
 from ragpipe.settings import (
     answerer,
     chunker,
@@ -210,7 +211,7 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
             f"or point {SETTINGS_ENV} at one"
         )
     try:
-        raw = tomllib.loads(source.read_text(encoding="utf-8"))
+        raw = tomllib.loads(read_user_text(source, "settings file"))
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{source}: not valid TOML: {exc}") from exc
     return settings_from_dict(raw, source)

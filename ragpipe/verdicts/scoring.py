@@ -21,6 +21,7 @@ from ragpipe.golden import (
     json_objects,
     plain_form,
     quote_forms,
+    user_text,
 )
 from ragpipe.rag import Answer
 from ragpipe.settings import Settings
@@ -53,7 +54,7 @@ def load_answers(path: Path, golden: GoldenFile) -> list[AnswerLine]:
     known = {t.question_id for t in golden.tests}
     out: list[AnswerLine] = []
     seen: dict[str, int] = {}
-    for line, obj in json_objects(path.read_text(encoding="utf-8"), name, problems):
+    for line, obj in json_objects(user_text(path, "answers file"), name, problems):
 
         def bad(fld: str | None, msg: str, qid: str | None = None, line: int = line) -> None:
             problems.append(GoldenProblem(name, line, qid, fld, msg))
