@@ -72,8 +72,12 @@ def _bytes_mutated(raw: bytes, data: st.DataObject) -> bytes:
     return raw
 
 
+_SCRATCH = tempfile.TemporaryDirectory(prefix="ragpipe-fuzz-")  # one per process, removed at exit
+
+
 def _scratch() -> Path:
-    return Path(tempfile.mkdtemp(prefix="ragpipe-fuzz-"))
+    """The folder each example writes its file into (the next example overwrites it)."""
+    return Path(_SCRATCH.name)
 
 
 # ---------------------------------------------------------------- ragpipe.toml
