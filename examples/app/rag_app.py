@@ -5,7 +5,9 @@ subject under test ([subject] in examples/app/ragpipe.toml).
     APP_EMBEDDER=minilm uvicorn examples.app.rag_app:http_app --port 8765     # POST /ask, GET /identity
 
 APP_EMBEDDER picks the embedder: "minilm" (all-MiniLM-L6-v2, 384 dimensions) or "minilm-128" (the same model cut to
-128 dimensions: cheaper, and it retrieves differently). APP_VERSION names the deploy.
+128 dimensions: cheaper, and it retrieves differently). APP_VERSION names the deploy. With
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT set, the app exports OpenTelemetry spans there (OpenInference conventions), e.g. to
+`ragpipe monitor serve`.
 """
 
 from __future__ import annotations
@@ -93,15 +95,56 @@ def _answer(question: str, contexts: list[Document], scores: list[float]) -> str
     return best if overlap >= 0.6 and scores and scores[0] > 0.3 else REFUSAL
 
 
-def ask(question: str) -> dict:
-    """The app: retrieve top-K, answer from them. The shape ragpipe's [subject] paths read by default."""
+def _retrieve(question: str) -> list[Document]:
+    """Top-K documents, each with its similarity in metadata["score"]."""
     hits = store().similarity_search_with_score(question, k=K)
-    docs, scores = [d for d, _ in hits], [s for _, s in hits]
+    return [Document(page_content=d.page_content, id=d.id, metadata={**d.metadata, "score": s}) for d, s in hits]
+
+
+def _reply(step: dict) -> dict:
+    docs = step["docs"]
     return {
-        "answer": _answer(question, docs, scores),
+        "answer": _answer(step["question"], docs, [d.metadata["score"] for d in docs]),
         "contexts": [{"text": d.page_content, "id": d.id, "source": d.metadata["source"]} for d in docs],
         "metadata": identity(),
     }
+
+
+@functools.lru_cache(maxsize=1)
+def chain():
+    """The app as a LangChain runnable: a retriever, then the answer (what an OpenTelemetry instrumentor traces)."""
+    from langchain_core.retrievers import BaseRetriever
+    from langchain_core.runnables import RunnableLambda, RunnablePassthrough
+
+    class Retriever(BaseRetriever):
+        def _get_relevant_documents(self, query: str, *, run_manager) -> list[Document]:  # noqa: ANN001
+            return _retrieve(query)
+
+    return {"docs": Retriever(), "question": RunnablePassthrough()} | RunnableLambda(_reply)
+
+
+def trace_with_opentelemetry() -> None:
+    """When OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, the app exports its spans there (OpenInference's LangChain
+    instrumentation, the OpenTelemetry SDK's OTLP/HTTP exporter): what `ragpipe monitor serve` receives."""
+    if not os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        return
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    resource = Resource.create({"service.name": "rag-app", "service.version": identity()["version"]})
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+    LangChainInstrumentor().instrument(tracer_provider=provider)
+
+
+def ask(question: str) -> dict:
+    """The app: retrieve top-K, answer from them. The shape ragpipe's [subject] paths read by default."""
+    return chain().invoke(question)
 
 
 ask.identity = identity  # type: ignore[attr-defined]
@@ -123,4 +166,5 @@ def _http_app():
     return Starlette(routes=[Route("/ask", ask_route, methods=["POST"]), Route("/identity", identity_route)])
 
 
+trace_with_opentelemetry()
 http_app = _http_app()

@@ -43,12 +43,36 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     return EXIT_BLOCKED if args.gate and any(j.status == "out" for j in judged) else 0
 
 
+def cmd_monitor_serve(args: argparse.Namespace) -> int:
+    from ragpipe.monitor import serve
+
+    settings = settings_from(args)
+    if settings.monitor.traces_dir is None:
+        print("[monitor].traces_dir is not set: the receiver writes the spans it receives there", file=sys.stderr)
+        return EXIT_INPUT
+    server = serve(settings.monitor.traces_dir, args.host, args.port, log=lambda m: print(m, flush=True))
+    host, port = str(server.server_address[0]), server.server_address[1]
+    print(
+        f"OTLP/HTTP receiver on http://{host}:{port}/v1/traces, writing to {settings.monitor.traces_dir} "
+        f"(point OTEL_EXPORTER_OTLP_TRACES_ENDPOINT there; Ctrl-C stops)",
+        flush=True,
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser(
         "monitor",
         help="read the app's new production traces ([monitor].traces_dir) and judge the rates per day",
         description="Reads the new lines of the app's JSON Lines traces into the warehouse (production_traces; each "
-        "line once, bad lines named with file and line, [monitor].drop_fields never stored), then prints the refusal, "
+        "line once, bad lines named with file and line, [monitor].drop_fields never stored; OpenTelemetry spans as OTLP "
+        "JSON lines too, one trace per answered question), then prints the refusal, "
         "citation hit and correction rates per day and whether the latest day left its recent interval. "
         "docs/monitoring.md has the trace format.",
         epilog="exit codes: 0 ok, 1 with --gate when a rate is out of its recent interval, 2 settings or input error",
@@ -57,3 +81,17 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--show-bad", type=int, default=10, metavar="N", help="bad lines listed (default 10)")
     p.add_argument("--gate", action="store_true", help="exit 1 when a rate is out of its recent interval (for cron)")
     p.set_defaults(func=cmd_monitor)
+    serve = p.add_subparsers(title="receiving traces", metavar="serve").add_parser(
+        "serve",
+        help="receive OpenTelemetry spans over OTLP/HTTP into [monitor].traces_dir",
+        description="An OTLP/HTTP receiver: the app's OpenTelemetry exporter (OpenInference or OpenLLMetry "
+        "instrumentation) posts to http://HOST:PORT/v1/traces, and each request is appended as a line of OTLP JSON to "
+        "otlp-<UTC day>.jsonl in [monitor].traces_dir, which `ragpipe monitor` and the traces sensor read. "
+        "Bound to 127.0.0.1 unless --host says otherwise; bound elsewhere it needs RAGPIPE_OTLP_TOKEN in the "
+        "environment, sent by the exporter as 'Authorization: Bearer <token>'.",
+        epilog="example: ragpipe monitor serve &  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4318/v1/traces "
+        "python app.py",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=4318, help="port (default 4318, OTLP/HTTP's; 0 picks a free one)")
+    serve.set_defaults(func=cmd_monitor_serve)

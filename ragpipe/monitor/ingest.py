@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ragpipe.core import InputError
+from ragpipe.monitor.otlp import Pending, as_trace, is_otlp, spans_of, take
 from ragpipe.monitor.readings import TrapIndex, read_trace
-from ragpipe.monitor.traces import ALIASES, Trace, TraceProblem, drop, parse_trace
+from ragpipe.monitor.traces import ALIASES, Trace, TraceProblem, drop, load_line, trace_from
 from ragpipe.settings import Settings
 
+PENDING_LINES = 1000  # lines after which the spans of a trace still without its root span are given up
 HEAD = 65536  # bytes of a file's start whose hash tells a rewritten file from a grown one
 COLUMNS = [
     "trace_id", "asked_at", "day", "app_version", "question", "answer", "contexts", "n_contexts", "refused", "cites",
@@ -34,6 +36,7 @@ class Ingested:
     traces: int = 0  # new traces stored
     repeated: int = 0  # lines already stored (a file read twice, a copy of a file)
     new_problems: int = 0  # bad lines found by this run
+    not_questions: int = 0  # OpenTelemetry traces of other work (no question and answer in their spans): not stored
     problems: list[str] = field(default_factory=list)  # every bad line recorded so far: "file:line: what is wrong"
     trap_note: str = ""  # why no trap hits were read, if so
     seconds: float = 0.0
@@ -44,6 +47,7 @@ class Ingested:
             "new_traces": self.traces,
             "repeated_lines": self.repeated,
             "new_bad_lines": self.new_problems,
+            "otel_traces_not_questions": self.not_questions,
             "bad_lines": len(self.problems),
             "seconds": round(self.seconds, 2),
         }
@@ -91,12 +95,13 @@ def _row(trace: Trace, where: tuple[str, int], traps: TrapIndex, settings: Setti
     ]  # fmt: skip
 
 
-def _new_lines(path: Path, state: tuple[int, int, str] | None) -> tuple[int, int, bytes, str]:
-    """(first line number, byte offset, the complete new lines' bytes, the hash of the head read through them) of one
-    file: from the start when the file is new, shorter than what was read, or rewritten (its head changed)."""
+def _new_lines(path: Path, state: tuple[int, int, str] | None) -> tuple[int | None, int, bytes, bytes]:
+    """(first line number, or None when the file is read from its start; byte offset; the complete new lines' bytes;
+    the file's head) of one file: from the start when the file is new, shorter than what was read, or rewritten (its
+    head changed)."""
     with path.open("rb") as f:
         head = f.read(HEAD)
-        offset, lines = 0, 0
+        offset, lines = 0, None
         if state is not None:
             done, done_lines, sha = state
             if hashlib.sha256(head[: min(done, HEAD)]).hexdigest() == sha and path.stat().st_size >= done:
@@ -104,8 +109,7 @@ def _new_lines(path: Path, state: tuple[int, int, str] | None) -> tuple[int, int
         f.seek(offset)
         data = f.read()
     end = data.rfind(b"\n") + 1  # a last line without its newline is still being written: the next run reads it
-    head_sha = hashlib.sha256(head[: min(offset + end, HEAD)]).hexdigest()
-    return lines + 1, offset, data[:end], head_sha
+    return lines, offset, data[:end], head
 
 
 def _arrow(rows: list[list[Any]]) -> Any:
@@ -117,24 +121,68 @@ def _arrow(rows: list[list[Any]]) -> Any:
     return pa.table({c: pa.array([r[i] for r in rows], type=types.get(c, pa.string())) for i, c in enumerate(COLUMNS)})
 
 
-def _read_file(path: Path, name: str, state: Any, traps: TrapIndex, settings: Settings) -> Any:
-    """The file's new traces as rows, its problems, and its new state."""
-    first, offset, data, head_sha = _new_lines(path, state)
-    rows, problems = [], []
+@dataclass
+class _Read:
+    """One file's new rows and problems, and what the next read of it starts from."""
+
+    rows: list[list[Any]] = field(default_factory=list)
+    problems: dict[int, list[str]] = field(default_factory=dict)  # line -> what is wrong there
+    not_questions: int = 0  # OpenTelemetry traces with no question and answer (other work of the app)
+    pending: Pending = field(default_factory=Pending)
+
+
+def _line(raw: bytes, n: int, seen: int, read: _Read, emit: Callable[[dict[str, Any], int], None]) -> None:
+    """One line: a trace object, or OTLP spans gathered by trace until each trace's root span arrives. Lines up to
+    `seen` were read before (their traces are stored): they are read again only for the spans they hold."""
+    try:
+        obj = load_line(raw.decode("utf-8"))
+        if is_otlp(obj):
+            for _first, spans in take(spans_of(obj), n, read.pending):
+                if n > seen:
+                    assembled = as_trace(spans)
+                    if assembled is None:
+                        read.not_questions += 1
+                    else:
+                        emit(assembled, n)
+        elif n > seen:
+            emit(obj, n)
+    except UnicodeDecodeError:
+        if n > seen:
+            read.problems.setdefault(n, []).append("not UTF-8 text")
+    except TraceProblem as exc:
+        if n > seen:
+            read.problems.setdefault(n, []).append(str(exc))
+
+
+def _read_file(path: Path, name: str, state: Any, traps: TrapIndex, settings: Settings) -> tuple[_Read, Any]:
+    """The file's new traces as rows, its problems, and its new state: where the next read starts (the first line of a
+    trace whose root span has not arrived, else the end) and the lines whose traces are all stored."""
+    done_lines, offset, data, head = _new_lines(path, state[:3] if state else None)
+    first = (done_lines or 0) + 1
+    seen = first - 1 if done_lines is None or state[3] is None else state[3]
+    read, starts, pos = _Read(), [], 0
     lines = data.split(b"\n")[:-1] if data else []
+
+    def emit(obj: dict[str, Any], n: int) -> None:
+        read.rows.append(_row(trace_from(obj), (name, n), traps, settings))
+
     for n, raw in enumerate(lines, start=first):
-        if not raw.strip():
-            continue
-        try:
-            trace = parse_trace(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            problems.append((name, n, "not UTF-8 text"))
-            continue
-        except TraceProblem as exc:
-            problems.append((name, n, str(exc)))
-            continue
-        rows.append(_row(trace, (name, n), traps, settings))
-    return rows, problems, (offset + len(data), first - 1 + len(lines), head_sha)
+        starts.append(pos)
+        pos += len(raw) + 1
+        if raw.strip():
+            _line(raw, n, seen, read, emit)
+    last = first - 1 + len(lines)
+    for trace_id, at in list(read.pending.first_line.items()):
+        if last - at >= PENDING_LINES:  # its root span never came: given up, once
+            spans = read.pending.spans.pop(trace_id)
+            del read.pending.first_line[trace_id]
+            if seen - at < PENDING_LINES:
+                why = f"OpenTelemetry trace {trace_id}: {len(spans)} spans and no root span in {PENDING_LINES} lines"
+                read.problems.setdefault(at, []).append(why)
+    resume = min(read.pending.first_line.values(), default=last + 1)
+    done = offset + (starts[resume - first] if resume <= last else len(data))
+    new_state = (done, resume - 1, hashlib.sha256(head[: min(done, HEAD)]).hexdigest(), max(seen, last))
+    return read, new_state
 
 
 def ingest_traces(settings: Settings, con: Any, log: Callable[[str], None] = lambda _m: None) -> Ingested:
@@ -147,17 +195,24 @@ def ingest_traces(settings: Settings, con: Any, log: Callable[[str], None] = lam
         raise MonitorError(f"[monitor].traces_dir {folder} is not a folder; create it or fix the path")
     traps, out = trap_index(settings)
     result = Ingested(trap_note=out)
-    recorded = con.execute("SELECT file, bytes_read, lines_read, head_sha FROM trace_files").fetchall()
-    known = {r[0]: (r[1], r[2], r[3]) for r in recorded}
+    recorded = con.execute("SELECT file, bytes_read, lines_read, head_sha, lines_seen FROM trace_files").fetchall()
+    known = {r[0]: tuple(r[1:]) for r in recorded}
     for path in sorted(p for p in folder.glob(settings.monitor.pattern) if p.is_file()):
         name = path.relative_to(folder).as_posix()
-        rows, problems, state = _read_file(path, name, known.get(name), traps, settings)
+        read, state = _read_file(path, name, known.get(name), traps, settings)
         if state == known.get(name):
             continue
-        _write(con, name, rows, problems, state, result)
+        problems = [(name, n, "; ".join(p)) for n, p in sorted(read.problems.items())]
+        _write(con, name, read.rows, problems, state, result)
         result.new_problems += len(problems)
+        result.not_questions += read.not_questions
         result.files_read += 1
-        log(f"{name}: {len(rows)} traces, {len(problems)} bad lines")
+        waiting = (
+            f", {len(read.pending.spans)} OpenTelemetry traces waiting for their root span"
+            if read.pending.spans
+            else ""
+        )
+        log(f"{name}: {len(read.rows)} traces, {len(problems)} bad lines{waiting}")
     recorded = con.execute("SELECT file, line, problem FROM trace_problems ORDER BY file, line").fetchall()
     result.problems = [f"{f}:{n}: {p}" for f, n, p in recorded]
     result.seconds = time.perf_counter() - t0
@@ -177,6 +232,10 @@ def _write(con: Any, name: str, rows: list[list[Any]], problems: list[Any], stat
             con.unregister("_traces")
         for f, n, p in problems:
             con.execute("INSERT OR REPLACE INTO trace_problems VALUES (?, ?, ?, now())", [f, n, p])
-        con.execute("INSERT OR REPLACE INTO trace_files VALUES (?, ?, ?, ?, now())", [name, *state])
+        con.execute(
+            "INSERT OR REPLACE INTO trace_files (file, bytes_read, lines_read, head_sha, lines_seen, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, now())",
+            [name, *state],
+        )
     result.traces += added
     result.repeated += len(rows) - added

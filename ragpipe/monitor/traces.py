@@ -129,12 +129,23 @@ def drop(obj: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     return obj
 
 
-def parse_trace(line: str) -> Trace:
-    """One line of a traces file as a Trace; raises TraceProblem naming what is wrong."""
+def load_line(line: str) -> Any:
+    """One line of a traces file as JSON; raises TraceProblem when it is not."""
     try:
-        obj = json.loads(line)
+        return json.loads(line)
     except json.JSONDecodeError as exc:
         raise TraceProblem(f"not JSON ({exc.msg}: column {exc.colno})") from None
+    except RecursionError:
+        raise TraceProblem("JSON nested too deep") from None
+
+
+def parse_trace(line: str) -> Trace:
+    """One line of a traces file as a Trace; raises TraceProblem naming what is wrong."""
+    return trace_from(load_line(line))
+
+
+def trace_from(obj: Any) -> Trace:
+    """A trace object (a parsed line, or one assembled from OpenTelemetry spans) as a Trace."""
     if not isinstance(obj, dict):
         raise TraceProblem(f"a trace is a JSON object, got {type(obj).__name__}")
     used = {}

@@ -183,6 +183,46 @@ def test_a_trace_line_is_a_trace_or_a_named_problem(data: st.DataObject | None) 
         assert str(exc)
 
 
+OTLP = {"resourceSpans": [{"resource": {"attributes": [{"key": "service.version", "value": {"stringValue": "2"}}]},
+    "scopeSpans": [{"scope": {"name": "openinference"}, "spans": [
+        {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b174", "parentSpanId": "eee19b7ec3c1b173",
+         "name": "retriever", "startTimeUnixNano": "1764576000000000000", "endTimeUnixNano": "1764576000100000000",
+         "attributes": [{"key": "retrieval.documents.0.document.content", "value": {"stringValue": "Revenue was $4M."}}]},
+        {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b173", "name": "chain",
+         "startTimeUnixNano": "1764576000000000000", "endTimeUnixNano": "1764576000300000000",
+         "attributes": [{"key": "input.value", "value": {"stringValue": "What was Q3 revenue?"}},
+                        {"key": "output.value", "value": {"stringValue": "{\"answer\": \"$4M\"}"}},
+                        {"key": "llm.token_count.total", "value": {"intValue": "42"}}]}]}]}]}  # fmt: skip
+
+
+def _deep_mutated(value: Any, data: st.DataObject, depth: int = 0) -> Any:
+    """The value with one place somewhere inside it dropped, retyped, or grown an unknown key."""
+    inside = [k for k, v in (value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list)
+              else []) if isinstance(v, (dict, list))]  # fmt: skip
+    if inside and depth < 12 and data.draw(st.integers(0, 3)) > 0:
+        at = data.draw(st.sampled_from(inside))
+        out = dict(value) if isinstance(value, dict) else list(value)
+        out[at] = _deep_mutated(value[at], data, depth + 1)
+        return out
+    return _mutated(value, data, JSON_VALUES) if isinstance(value, dict) else data.draw(JSON_VALUES)
+
+
+@FUZZ
+@given(data=st.data())
+def test_an_otlp_line_gives_traces_or_a_named_problem(data: st.DataObject) -> None:
+    from ragpipe.monitor.otlp import Pending, as_trace, spans_of, take
+    from ragpipe.monitor.traces import trace_from
+
+    obj = _deep_mutated(OTLP, data)
+    try:
+        for _line, spans in take(spans_of(obj), 1, Pending()):
+            assembled = as_trace(spans)
+            if assembled is not None:
+                trace_from(assembled)
+    except TraceProblem as exc:
+        assert str(exc)
+
+
 REPLY = {"answer": "It was $4M.", "contexts": [{"text": "Revenue was $4M.", "id": "c1", "source": "a.md"}],
          "metadata": {"embedder": "minilm", "version": "1"}}  # fmt: skip
 
