@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ragpipe.cli import suggest
+from ragpipe.cli import imports, suggest
 from ragpipe.cli.common import eval_summary, settings_from
 from ragpipe.core import EXIT_INPUT, REWRITES_FILE
 from ragpipe.golden import GoldenSetError
@@ -230,4 +230,5 @@ ragpipe golden revalidate --write.""",
     p.add_argument("--write", action="store_true", help="rewrite embedder_tag and last_validated in place")
     p.set_defaults(func=cmd_golden_revalidate)
     suggest.add_parser(gsub)
+    imports.add_parser(gsub)
     golden.set_defaults(func=lambda a: (golden.print_help(), 2)[1])

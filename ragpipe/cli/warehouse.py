@@ -1,14 +1,17 @@
-"""`ragpipe sql` and `export`: reading the warehouse (read-only SQL, or every table and view as Parquet)."""
+"""`ragpipe sql` and `export`: reading the warehouse (read-only SQL, every table and view as Parquet, or the latest
+verdicts in Ragas' or promptfoo's format)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from ragpipe.cli.common import settings_from
-from ragpipe.core import EXIT_OK, RagpipeError
+from ragpipe.core import EXIT_INPUT, EXIT_OK, RagpipeError
 from ragpipe.settings import Settings
 
 
@@ -49,9 +52,33 @@ def _sql_prompt(settings: Settings, args: argparse.Namespace) -> int:
             buf = []
 
 
+def _export_verdicts(args: argparse.Namespace) -> int:
+    """The latest run's verdicts as one file in another tool's format (reports/interop.py)."""
+    import json
+
+    from ragpipe.golden import write_atomic
+    from ragpipe.reports import promptfoo_results, ragas_lines, verdict_rows
+    from ragpipe.warehouse import connect
+
+    settings = settings_from(args)
+    with connect(settings.duckdb_path, read_only=True, wait_s=args.wait) as con:
+        rows = verdict_rows(con)
+    if not rows:
+        print("no judged evaluation run yet: run `ragpipe ci` first", file=sys.stderr)
+        return EXIT_INPUT
+    text = ragas_lines(rows) if args.format == "ragas" else json.dumps(promptfoo_results(rows), indent=1, default=str)
+    write_atomic(Path(args.to), text)
+    counts = ", ".join(f"{n} {v}" for v, n in sorted(Counter(r["verdict"] for r in rows).items()))
+    opened = "ragas: EvaluationDataset.from_jsonl" if args.format == "ragas" else "promptfoo import; promptfoo view"
+    print(f"wrote {len(rows)} verdicts of run {rows[0]['eval_run_id']} ({counts}) to {args.to} (open with {opened})")
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from ragpipe.warehouse import MANIFEST, Exported, connect, export_warehouse
 
+    if args.format != "parquet":
+        return _export_verdicts(args)
     settings = settings_from(args)
     names = [n.strip() for n in args.tables.split(",") if n.strip()] if args.tables else None
     t0 = time.perf_counter()
@@ -105,12 +132,27 @@ Examples:
   ragpipe export --to exports/2024-06-01           a local directory (created when missing)
   ragpipe export --to s3://analytics/ragpipe        a bucket prefix; the bucket must exist
   ragpipe export --to s3://analytics/ragpipe --tables verdicts,eval_runs,latest_verdicts
+  ragpipe export --format ragas --to verdicts.jsonl       the latest verdicts, to open in Ragas
+  ragpipe export --format promptfoo --to results.json     ... or in promptfoo's viewer
 
 Read it back, e.g. with DuckDB: SELECT * FROM 'exports/2024-06-01/verdict_history.parquet'
 """,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--to", required=True, metavar="DEST", help="local directory or s3://BUCKET/PREFIX")
+    p.add_argument(
+        "--to",
+        required=True,
+        metavar="DEST",
+        help="local directory or s3://BUCKET/PREFIX (a file for ragas, promptfoo)",
+    )
+    p.add_argument(
+        "--format",
+        choices=["parquet", "ragas", "promptfoo"],
+        default="parquet",
+        help="parquet: every table and view (default); ragas: the latest run's verdicts as a Ragas-style dataset "
+        "(JSON Lines: user_input, retrieved_contexts, response, reference, ragpipe_verdict, ...); promptfoo: as a "
+        "promptfoo results file (`promptfoo import` reads it; did_not_run is an error there, with its reason)",
+    )
     p.add_argument("--tables", metavar="NAMES", help="comma-separated tables/views to export (default: all)")
     p.add_argument(
         "--wait", type=float, default=10.0, help="seconds to wait while a run holds the writer lock (default 10)"

@@ -1,6 +1,7 @@
 """The golden set: the file loaded and validated (every problem with file, line and field), its quotes in the forms
 people copy them, re-stamping (each test's quote located in the current chunks), in-place rewrites and appended tests
-that keep the file a reviewable diff, and near-miss tests read from the corpus with their absence shown."""
+that keep the file a reviewable diff, near-miss tests read from the corpus with their absence shown, and the golden
+sets of other tools read as rows to import."""
 
 from ragpipe.core import lazy_exports
 
@@ -29,6 +30,7 @@ _EXPORTS = {
         "sentences_of",
         "qualifiers",
         "values",
+        "names",
         "candidates",
         "siblings",
         "remember",
@@ -40,6 +42,7 @@ _EXPORTS = {
     "series": ["FALSE_PREMISE", "SeriesIndex", "series_index", "fair_period"],
     "absence": ["Evidence", "Corpus", "agreeing"],
     "append": ["next_ids", "golden_object", "appended"],
+    "imports": ["FORMATS as IMPORT_FORMATS", "Row", "read_rows"],
     "quotes": ["quote_form", "plain_form", "html_form", "quote_forms", "closest_passage"],
     "restamp": ["IMPL_VERSION as GOLDEN_VERSION", "ChunkSpan", "Stamp", "Restamper", "id_value"],
 }

@@ -1,6 +1,6 @@
 """What the evaluations say: the CI summary (text, Markdown, JUnit XML) and the gate, one test's verdict over time with
-the cause of each change, the comparison of a candidate configuration with the current one, and the review sheet of
-proposed tests."""
+the cause of each change, the comparison of a candidate configuration with the current one, the review sheet of
+proposed tests, and the verdicts in Ragas' and promptfoo's formats."""
 
 from ragpipe.core import lazy_exports
 
@@ -21,6 +21,7 @@ _EXPORTS = {
     ],
     "timeline": ["UnknownTest", "HistoryRow", "history"],
     "suggestions": ["render_sheet"],
+    "interop": ["EXPORT_FORMATS", "verdict_rows", "ragas_lines", "promptfoo_results"],
     "compare": [
         "COMPARABLE",
         "parse_override",

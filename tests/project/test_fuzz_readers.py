@@ -136,6 +136,31 @@ def test_a_golden_file_loads_or_names_file_and_line_in_a_golden_set_error(data: 
         assert str(path) in str(exc), str(exc)
 
 
+IMPORTS = EXAMPLES.parent / "tests" / "fixtures" / "imports"
+
+
+@FUZZ
+@given(data=st.data())
+def test_another_tools_golden_set_reads_or_names_file_and_line(data: st.DataObject) -> None:
+    from ragpipe.golden import read_rows
+
+    name, fmt = data.draw(st.sampled_from([("ragas_testset.jsonl", "ragas"), ("deepeval_goldens.csv", "deepeval"),
+                                           ("promptfooconfig.yaml", "promptfoo"), ("ragas_testset.csv", "csv")]))  # fmt: skip
+    raw = (IMPORTS / name).read_bytes()
+    if name.endswith(".jsonl"):
+        lines = [_mutated(json.loads(x), data, JSON_VALUES) for x in raw.decode().splitlines()[:3]]
+        raw = "\n".join(json.dumps(x) for x in lines).encode()
+    path = _scratch() / name
+    path.write_bytes(_bytes_mutated(raw, data))
+    try:
+        rows, problems = read_rows(path, fmt)
+    except InputError as exc:
+        assert str(path) in str(exc), str(exc)
+        return
+    assert all(p.file == str(path) and p.line >= 1 for p in problems)
+    assert all(isinstance(r.question, str) and all(isinstance(c, str) for c in r.contexts) for r in rows)
+
+
 ANSWER = {"question_id": GOLDEN_LINES[0]["question_id"], "answer": "not in documents", "retrieved_ids": ["a"]}
 
 
