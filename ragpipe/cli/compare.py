@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from ragpipe.cli.common import failure_code, instance, report_failure, settings_from
+from ragpipe.cli.common import WithoutStackTraces, failure_code, instance, report_failure, settings_from
 from ragpipe.core import EXIT_INPUT
 from ragpipe.settings import SettingsError
 
@@ -72,10 +73,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     overrides = [*(args.set or []), *subject_overrides(settings, args.subject_url)]
     candidate_settings(settings, overrides, Path(args.candidate) if args.candidate else None)  # fail early, worded
+    if not settings.duckdb_path.exists():
+        raise SettingsError(
+            f"no warehouse yet at {settings.duckdb_path}: run `ragpipe ci` first (the candidate is put beside the "
+            f"current run)"
+        )
     from ragpipe.assets.runner import run_compare
     from ragpipe.reports import Comparison
 
-    result = run_compare(str(settings.source), overrides, args.candidate or "", instance(settings))
+    stderr = sys.stderr
+    sys.stderr = stderr if args.verbose else WithoutStackTraces(stderr)
+    try:
+        result = run_compare(str(settings.source), overrides, args.candidate or "", instance(settings))
+    finally:
+        sys.stderr = stderr
     if not isinstance(result, Comparison):
         return max(EXIT_INPUT, failure_code(report_failure(result, args.verbose)))
     print(render_comparison_text(result))

@@ -150,3 +150,10 @@ def test_candidate_settings_errors_name_the_setting(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match=r"\[compare\].block has unknown transitions \['pass-fail'\]"):
         (p.root / "c.toml").write_text(p.settings_file.read_text() + '\n[compare]\nblock = ["pass-fail"]\n')
         candidate_settings(current, [], p.root / "c.toml")
+
+
+def test_compare_before_any_run_says_to_run_ci_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = make_project(tmp_path / "proj")
+    assert main(["--settings", str(p.settings_file), "compare", "--set", "retriever.k=8"]) == 2
+    err = capsys.readouterr().err
+    assert "no warehouse yet at" in err and "run `ragpipe ci` first" in err and "Traceback" not in err
