@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ragpipe.cli import compare, golden, monitor, niah, review, runs, score, warehouse
+from ragpipe.cli import compare, golden, init, monitor, niah, review, runs, score, warehouse
 from ragpipe.cli.common import run
 from ragpipe.settings import SETTINGS_ENV
 
@@ -29,6 +29,7 @@ EPILOG = f"""\
 Settings come from ./ragpipe.toml, or the file named by ${SETTINGS_ENV}, or --settings.
 
 Examples:
+  ragpipe init                      set up in an existing directory of documents (ragpipe.toml, a first golden set)
   ragpipe demo                      materialize the whole graph on the configured corpus, print what happened
   ragpipe ingest                    corpus -> documents -> chunks -> embeddings (only what changed)
   ragpipe ci --junit report.xml     bring everything up to date and gate on the verdicts (exit 1 when blocked)
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--settings", help=f"settings file (default: ${SETTINGS_ENV} or ./ragpipe.toml)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    init.add_parser(sub)
     for group in (
         runs,
         golden,
