@@ -1,7 +1,7 @@
 """Production traces into the warehouse: each file of [monitor].traces_dir read from where the last run stopped, each
 line once (a line seen in two files, or read twice, is one trace), bad lines recorded with file and line, the fields
-that must not be stored dropped. One transaction per file: a run killed half-way leaves every file either read or not,
-and the next run completes it."""
+that must not be stored dropped. Read in blocks of lines, one transaction per block with the file's state after it: a
+run killed half-way leaves each block read or not, and the next run goes on from there."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ragpipe.core import InputError
 from ragpipe.monitor.otlp import Pending, as_trace, is_otlp, spans_of, take
@@ -18,6 +18,7 @@ from ragpipe.monitor.readings import TrapIndex, read_trace
 from ragpipe.monitor.traces import ALIASES, Trace, TraceProblem, drop, load_line, trace_from
 from ragpipe.settings import Settings
 
+BLOCK_LINES = 20000  # lines read, judged and written per transaction
 PENDING_LINES = 1000  # lines after which the spans of a trace still without its root span are given up
 HEAD = 65536  # bytes of a file's start whose hash tells a rewritten file from a grown one
 COLUMNS = [
@@ -70,12 +71,8 @@ def _stored(trace: Trace, names: tuple[str, ...]) -> dict[str, Any]:
     """The trace's fields as stored: a field named in drop_fields (by any of its names) is None."""
     dropped = {canon for canon, aliases in ALIASES.items() if set(aliases) & set(names)} | set(names)
     # inside each context: a dotted name under contexts ("contexts.source"), and every plain name (dropped anywhere)
-    inside = tuple(
-        f"c.{rest or head}"
-        for head, _, rest in (n.partition(".") for n in names)
-        if not rest or head in ALIASES["contexts"]
-    )
-    contexts = drop({"c": [{"text": t, "source": s} for t, s in zip(trace.contexts, trace.sources)]}, inside)["c"]
+    inside = tuple(rest or head for head, _, rest in (n.partition(".") for n in names) if not rest or head in ALIASES["contexts"])
+    contexts = [drop({"text": t, "source": s}, inside) for t, s in zip(trace.contexts, trace.sources)]
     return {
         "question": None if "question" in dropped else trace.question,
         "answer": None if "answer" in dropped else trace.answer,
@@ -95,21 +92,16 @@ def _row(trace: Trace, where: tuple[str, int], traps: TrapIndex, settings: Setti
     ]  # fmt: skip
 
 
-def _new_lines(path: Path, state: tuple[int, int, str] | None) -> tuple[int | None, int, bytes, bytes]:
-    """(first line number, or None when the file is read from its start; byte offset; the complete new lines' bytes;
-    the file's head) of one file: from the start when the file is new, shorter than what was read, or rewritten (its
-    head changed)."""
+def _resume(path: Path, state: tuple[int, int, str] | None) -> tuple[int | None, int, bytes]:
+    """(lines read, or None when the file is read from its start; byte offset; the file's head) of one file: from the
+    start when the file is new, shorter than what was read, or rewritten (its head changed)."""
     with path.open("rb") as f:
         head = f.read(HEAD)
-        offset, lines = 0, None
-        if state is not None:
-            done, done_lines, sha = state
-            if hashlib.sha256(head[: min(done, HEAD)]).hexdigest() == sha and path.stat().st_size >= done:
-                offset, lines = done, done_lines
-        f.seek(offset)
-        data = f.read()
-    end = data.rfind(b"\n") + 1  # a last line without its newline is still being written: the next run reads it
-    return lines, offset, data[:end], head
+    if state is not None:
+        done, done_lines, sha = state
+        if hashlib.sha256(head[: min(done, HEAD)]).hexdigest() == sha and path.stat().st_size >= done:
+            return done_lines, done, head
+    return None, 0, head
 
 
 def _arrow(rows: list[list[Any]]) -> Any:
@@ -154,35 +146,55 @@ def _line(raw: bytes, n: int, seen: int, read: _Read, emit: Callable[[dict[str, 
             read.problems.setdefault(n, []).append(str(exc))
 
 
-def _read_file(path: Path, name: str, state: Any, traps: TrapIndex, settings: Settings) -> tuple[_Read, Any]:
-    """The file's new traces as rows, its problems, and its new state: where the next read starts (the first line of a
-    trace whose root span has not arrived, else the end) and the lines whose traces are all stored."""
-    done_lines, offset, data, head = _new_lines(path, state[:3] if state else None)
-    first = (done_lines or 0) + 1
-    seen = first - 1 if done_lines is None or state[3] is None else state[3]
-    read, starts, pos = _Read(), [], 0
-    lines = data.split(b"\n")[:-1] if data else []
-
-    def emit(obj: dict[str, Any], n: int) -> None:
-        read.rows.append(_row(trace_from(obj), (name, n), traps, settings))
-
-    for n, raw in enumerate(lines, start=first):
-        starts.append(pos)
-        pos += len(raw) + 1
-        if raw.strip():
-            _line(raw, n, seen, read, emit)
-    last = first - 1 + len(lines)
+def _give_up(read: _Read, last: int, seen: int) -> None:
+    """Spans whose root span has not come PENDING_LINES lines later: named once, and no longer waited for."""
     for trace_id, at in list(read.pending.first_line.items()):
-        if last - at >= PENDING_LINES:  # its root span never came: given up, once
+        if last - at >= PENDING_LINES:
             spans = read.pending.spans.pop(trace_id)
             del read.pending.first_line[trace_id]
             if seen - at < PENDING_LINES:
                 why = f"OpenTelemetry trace {trace_id}: {len(spans)} spans and no root span in {PENDING_LINES} lines"
                 read.problems.setdefault(at, []).append(why)
-    resume = min(read.pending.first_line.values(), default=last + 1)
-    done = offset + (starts[resume - first] if resume <= last else len(data))
-    new_state = (done, resume - 1, hashlib.sha256(head[: min(done, HEAD)]).hexdigest(), max(seen, last))
-    return read, new_state
+
+
+def _read_file(path: Path, name: str, state: Any, traps: TrapIndex, settings: Settings) -> Iterator[tuple[_Read, Any]]:
+    """The file's new traces in blocks of BLOCK_LINES lines (memory stays flat however long the file), each with its
+    rows, its problems and the file's state after it: where the next read starts (the first line of a trace whose
+    root span has not arrived, else the end of the block) and the lines whose traces are all stored. A last line
+    without its newline is still being written: the next run reads it."""
+    done_lines, offset, head = _resume(path, state[:3] if state else None)
+    seen = (done_lines or 0) if done_lines is None or state[3] is None else state[3]
+    read, n, pos = _Read(), done_lines or 0, offset
+    starts: dict[int, int] = {}  # byte offset of each line a trace waiting for its root span starts on
+
+    def emit(obj: dict[str, Any], line: int) -> None:
+        read.rows.append(_row(trace_from(obj), (name, line), traps, settings))
+
+    def block() -> tuple[_Read, Any]:
+        _give_up(read, n, seen)
+        waiting = set(read.pending.first_line.values())
+        for line in [k for k in starts if k not in waiting]:
+            del starts[line]
+        resume = min(waiting, default=n + 1)
+        done = starts[resume] if resume <= n else pos
+        return read, (done, resume - 1, hashlib.sha256(head[: min(done, HEAD)]).hexdigest(), max(seen, n))
+
+    with path.open("rb") as f:
+        f.seek(offset)
+        in_block = 0
+        for raw in f:
+            if not raw.endswith(b"\n"):
+                break
+            n += 1
+            starts[n] = pos
+            pos += len(raw)
+            if raw.strip():
+                _line(raw, n, seen, read, emit)
+            in_block += 1
+            if in_block >= BLOCK_LINES:
+                yield block()
+                read, in_block = _Read(pending=read.pending), 0
+    yield block()
 
 
 def ingest_traces(settings: Settings, con: Any, log: Callable[[str], None] = lambda _m: None) -> Ingested:
@@ -199,20 +211,18 @@ def ingest_traces(settings: Settings, con: Any, log: Callable[[str], None] = lam
     known = {r[0]: tuple(r[1:]) for r in recorded}
     for path in sorted(p for p in folder.glob(settings.monitor.pattern) if p.is_file()):
         name = path.relative_to(folder).as_posix()
-        read, state = _read_file(path, name, known.get(name), traps, settings)
-        if state == known.get(name):
-            continue
-        problems = [(name, n, "; ".join(p)) for n, p in sorted(read.problems.items())]
-        _write(con, name, read.rows, problems, state, result)
-        result.new_problems += len(problems)
-        result.not_questions += read.not_questions
-        result.files_read += 1
-        waiting = (
-            f", {len(read.pending.spans)} OpenTelemetry traces waiting for their root span"
-            if read.pending.spans
-            else ""
-        )
-        log(f"{name}: {len(read.rows)} traces, {len(problems)} bad lines{waiting}")
+        before, read_any = result.traces, False
+        for read, state in _read_file(path, name, known.get(name), traps, settings):
+            if state == known.get(name) and not read.rows and not read.problems:
+                continue
+            problems = [(name, n, "; ".join(p)) for n, p in sorted(read.problems.items())]
+            _write(con, name, read.rows, problems, state, result)  # one transaction per block: a kill loses nothing
+            known[name], read_any = state, True
+            result.new_problems += len(problems)
+            result.not_questions += read.not_questions
+            waiting = f", {len(read.pending.spans)} OpenTelemetry traces waiting for their root span"
+            log(f"{name}: {result.traces - before} traces so far{waiting if read.pending.spans else ''}")
+        result.files_read += read_any
     recorded = con.execute("SELECT file, line, problem FROM trace_problems ORDER BY file, line").fetchall()
     result.problems = [f"{f}:{n}: {p}" for f, n, p in recorded]
     result.seconds = time.perf_counter() - t0

@@ -3,6 +3,7 @@ quotes or cites in its own retrieved contexts, and did the question reach a gold
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -25,7 +26,7 @@ class Reading:
     trap_tests: list[str]  # golden negatives whose trap passage the question retrieved
 
 
-def _supported(sentence: str, contexts: list[set[str]]) -> bool:
+def _supported(sentence: str, contexts: list[frozenset[str]]) -> bool:
     """The sentence's numbers all in one context (given as its content words), and most of its content words."""
     words = content_words(_MARKER.sub(" ", sentence))
     if not words:
@@ -34,13 +35,21 @@ def _supported(sentence: str, contexts: list[set[str]]) -> bool:
     return any(numbers <= have and len(words & have) >= SUPPORT * len(words) for have in contexts)
 
 
+@functools.lru_cache(maxsize=16384)
+def _context(text: str) -> tuple[str, frozenset[str]]:
+    """A retrieved context's normalized text and content words, read once: production traces retrieve the same
+    chunks again and again (bounded: memory stays flat however many traces are read)."""
+    return normalize_text(text), frozenset(content_words(text))
+
+
 def citation_hit(answer: str, contexts: list[str], normalized: list[str] | None = None) -> bool:
     """Is what the answer says the contexts say found in them? Each quoted span verbatim (normalized) in a context;
     each sentence with a marker [n] supported by the context(s) it names (a marker past the last context misses);
     an answer with neither: each of its sentences supported by one of the contexts. `normalized`: the contexts'
     normalize_text, when the caller has it."""
-    normalized = normalized if normalized is not None else [normalize_text(c) for c in contexts]
-    words = [content_words(c) for c in contexts]
+    read = [_context(c) for c in contexts]
+    normalized = normalized if normalized is not None else [n for n, _ in read]
+    words = [w for _, w in read]
     quotes = [q for q in _QUOTE.findall(answer) if len(q.split()) >= 3]  # a quoted word or two is a term, not a quote
     if any(not any(normalize_text(q) in c for c in normalized) for q in quotes):
         return False
@@ -69,7 +78,7 @@ class TrapIndex:
 
 
 def read_trace(answer: str, contexts: list[str], traps: TrapIndex, phrases: tuple[str, ...] = ()) -> Reading:
-    normalized = [normalize_text(c) for c in contexts]  # once, for the quotes and the traps
+    normalized = [_context(c)[0] for c in contexts]  # once, for the quotes and the traps
     refused = is_refusal(answer, phrases)
     hit = None if refused or not answer.strip() else citation_hit(answer, contexts, normalized)
     return Reading(refused=refused, cites=hit is not None, citation_hit=hit, trap_tests=traps.hits(normalized))

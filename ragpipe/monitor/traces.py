@@ -113,20 +113,30 @@ def _corrected(obj: dict[str, Any], answer: str) -> bool | None:
 def drop(obj: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     """A copy of `obj` without the named fields: a plain name wherever it occurs ("email" at the top or inside any
     object), a dotted one at that path only ("metadata.email"), through lists."""
+    plain = {n for n in names if "." not in n}
 
-    def without(value: Any, path: list[str], anywhere: bool) -> Any:
+    def everywhere(value: Any) -> Any:  # every plain name, at every depth, in one walk
         if isinstance(value, list):
-            return [without(v, path, anywhere) for v in value]
+            return [everywhere(v) for v in value]
+        if isinstance(value, dict):
+            return {k: everywhere(v) for k, v in value.items() if k not in plain}
+        return value
+
+    def at(value: Any, path: list[str]) -> Any:
+        if isinstance(value, list):
+            return [at(v, path) for v in value]
         if not isinstance(value, dict):
             return value
         head, rest = path[0], path[1:]
         if not rest:
-            return {k: without(v, path, anywhere) if anywhere else v for k, v in value.items() if k != head}
-        return {k: (without(v, rest, False) if k == head else v) for k, v in value.items()}
+            return {k: v for k, v in value.items() if k != head}
+        return {k: (at(v, rest) if k == head else v) for k, v in value.items()}
 
+    out = everywhere(obj) if plain else obj
     for name in names:
-        obj = without(obj, name.split("."), "." not in name)
-    return obj
+        if "." in name:
+            out = at(out, name.split("."))
+    return out
 
 
 def load_line(line: str) -> Any:

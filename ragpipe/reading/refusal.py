@@ -46,6 +46,9 @@ _CONTRACTIONS = [
     (r"\b(\w+)'re\b", r"\1 are"),
     (r"\b(\w+)'ll\b", r"\1 will"),
 ]
+_CONTRACTED = [(re.compile(p), r) for p, r in _CONTRACTIONS]  # compiled once: prepare reads every answer
+_MARKUP = re.compile(r"[`*_#>|{}\[\]\"]")
+_BLANKS = re.compile(r"[ \t]+")
 
 _NEG = r"(?:not|no|never|nothing|none|neither|nor|without)"
 # Verbs of saying, containing, finding or knowing (any inflection: matched by stem).
@@ -266,10 +269,10 @@ def prepare(text: str) -> str:
     """Lower-case, straight quotes, contractions expanded, markup and JSON punctuation turned into spaces."""
     t = unicodedata.normalize("NFKC", with_carets(text)).lower()  # "10\u207b\u00b3" as "10^-3", as facts read it
     t = t.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
-    t = re.sub(r"[`*_#>|{}\[\]\"]", " ", t)
-    for pattern, repl in _CONTRACTIONS:
-        t = re.sub(pattern, repl, t)
-    return re.sub(r"[ \t]+", " ", t)
+    t = _MARKUP.sub(" ", t)
+    for pattern, repl in _CONTRACTED:
+        t = pattern.sub(repl, t)
+    return _BLANKS.sub(" ", t)
 
 
 def _parts(text: str) -> list[tuple[str, bool]]:
@@ -373,5 +376,6 @@ def read_answer(answer: str, phrases: tuple[str, ...] = ()) -> list[Reading]:
 
 
 def is_refusal(answer: str, phrases: tuple[str, ...] = ()) -> bool:
-    """Does any clause of the answer refuse? (Whether it also answers anyway is the verdict's question.)"""
-    return any(r.refusal for r in read_answer(answer, phrases))
+    """Does any clause of the answer refuse? (Whether it also answers anyway is the verdict's question.) The clauses'
+    refusal alone, as read_answer reads it, without the rest of each clause's reading."""
+    return any(refuses(c, phrases) for c, _ in _parts(answer))

@@ -321,3 +321,30 @@ def test_not_enough_traces_gives_the_counts_there_are_and_names_the_knob() -> No
     (short_before, *_rest) = judge(series([(1, 13)] * 2 + [(5, 40)]), 7, 30)  # a day of 40, only 26 before it
     assert short_before.status == "not enough traces"
     assert "40 on the latest day, 26 in the days before" in short_before.line()
+
+
+def test_a_long_file_is_read_in_blocks_and_a_run_killed_between_them_loses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ragpipe.monitor.ingest as ingest_module
+
+    s = settings(tmp_path)
+    (s.monitor.traces_dir / "day.jsonl").write_text(lines(*(trace(id=f"t{i}", answer=f"{i} bytes") for i in range(7))))
+    monkeypatch.setattr(ingest_module, "BLOCK_LINES", 3)
+    real_write, calls = ingest_module._write, []
+
+    def dies_on_the_second_block(*args: Any) -> None:
+        calls.append(args[2])
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the process killed while writing its second block
+        real_write(*args)
+
+    monkeypatch.setattr(ingest_module, "_write", dies_on_the_second_block)
+    with pytest.raises(KeyboardInterrupt):
+        ingest(s)
+    assert rows(s, "SELECT count(*) FROM production_traces") == [(3,)]  # the first block, whole
+    monkeypatch.setattr(ingest_module, "_write", real_write)
+    again = ingest(s)
+    assert (again.traces, again.repeated) == (4, 0)  # from where it stopped: nothing twice
+    assert rows(s, "SELECT count(*), count(DISTINCT trace_id) FROM production_traces") == [(7, 7)]
+    assert rows(s, "SELECT lines_read, lines_seen FROM trace_files") == [(7, 7)]
