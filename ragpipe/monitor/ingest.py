@@ -71,7 +71,9 @@ def _stored(trace: Trace, names: tuple[str, ...]) -> dict[str, Any]:
     """The trace's fields as stored: a field named in drop_fields (by any of its names) is None."""
     dropped = {canon for canon, aliases in ALIASES.items() if set(aliases) & set(names)} | set(names)
     # inside each context: a dotted name under contexts ("contexts.source"), and every plain name (dropped anywhere)
-    inside = tuple(rest or head for head, _, rest in (n.partition(".") for n in names) if not rest or head in ALIASES["contexts"])
+    inside = tuple(
+        rest or head for head, _, rest in (n.partition(".") for n in names) if not rest or head in ALIASES["contexts"]
+    )
     contexts = [drop({"text": t, "source": s}, inside) for t, s in zip(trace.contexts, trace.sources)]
     return {
         "question": None if "question" in dropped else trace.question,
