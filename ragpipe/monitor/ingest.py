@@ -133,11 +133,7 @@ def _line(raw: bytes, n: int, seen: int, read: _Read, emit: Callable[[dict[str, 
         if is_otlp(obj):
             for _first, spans in take(spans_of(obj), n, read.pending):
                 if n > seen:
-                    assembled = as_trace(spans)
-                    if assembled is None:
-                        read.not_questions += 1
-                    else:
-                        emit(assembled, n)
+                    _trace(spans, n, read, emit)
         elif n > seen:
             emit(obj, n)
     except UnicodeDecodeError:
@@ -146,6 +142,19 @@ def _line(raw: bytes, n: int, seen: int, read: _Read, emit: Callable[[dict[str, 
     except TraceProblem as exc:
         if n > seen:
             read.problems.setdefault(n, []).append(str(exc))
+
+
+def _trace(spans: list[Any], n: int, read: _Read, emit: Callable[[dict[str, Any], int], None]) -> None:
+    """One OpenTelemetry trace whose root span is on line n: stored, counted as other work, or a problem of that
+    line (the line's other traces are read all the same)."""
+    try:
+        assembled = as_trace(spans)
+        if assembled is None:
+            read.not_questions += 1
+        else:
+            emit(assembled, n)
+    except TraceProblem as exc:
+        read.problems.setdefault(n, []).append(f"OpenTelemetry trace {spans[0].trace_id}: {exc}")
 
 
 def _give_up(read: _Read, last: int, seen: int) -> None:

@@ -298,3 +298,21 @@ def test_the_example_app_traced_by_openinference_lands_with_the_rates_of_its_jso
     assert rows(otel, "SELECT sum(len(trap_tests)) > 0, bool_or(refused), bool_or(NOT refused) FROM production_traces")[
         0
     ] == (True, True, True)  # the questions reach traps, and the app both answers and refuses
+
+
+def test_a_bad_trace_is_named_and_the_other_traces_of_its_line_are_read(tmp_path: Path) -> None:
+    s = settings(tmp_path)
+    app = App()
+    app.openinference("What was revenue in Q2 2023?", "Revenue was $44.8 million.", [CTX])
+    app.openllmetry("Who is the CFO?", "Not in the documents.")
+    request = json.loads(otlp_line(app.take()))
+    spans = request["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    llm = next(sp for sp in spans if "gen_ai.usage.input_tokens" in json.dumps(sp))
+    llm["attributes"].append({"key": "llm.token_count.total", "value": {"intValue": "-5"}})  # a broken counter
+    (s.monitor.traces_dir / "otlp.jsonl").write_text(json.dumps(request) + "\n")
+    got = ingest(s)
+    assert (got.traces, got.new_problems) == (1, 1)
+    (problem,) = rows(s, "SELECT line, problem FROM trace_problems")
+    assert problem[0] == 1 and re.match(
+        r"OpenTelemetry trace [0-9a-f]{32}: 'tokens' must be a non-negative", problem[1]
+    )
