@@ -56,11 +56,14 @@ def cmd_golden_import(args: argparse.Namespace) -> int:
     with connect(_warehouse(settings), read_only=True) as con:
         corpus = read_corpus(con, settings.chunker_tag)[0]
         stamper = restamper_for(con, settings.chunker_tag)
-    known = {t.question.strip().lower(): t.question_id for t in golden.tests} if golden else {}
-    fresh = [r for r in rows if r.question.lower() not in known]
+    known = {t.question.strip().lower(): f"in {path.name} as {t.question_id}" for t in golden.tests} if golden else {}
+    fresh = []
     for r in rows:
         if r.question.lower() in known:
-            print(f"line {r.line:<4} {'-':<8} {'':<8} already in {path.name} as {known[r.question.lower()]}")
+            print(f"line {r.line:<4} {'-':<8} {'':<8} already {known[r.question.lower()]}")
+        else:
+            known[r.question.lower()] = f"on line {r.line} of {Path(args.file).name}"  # the same question twice
+            fresh.append(r)
     imported = anchor(fresh, corpus, stamper)
     done = [i for i in imported if i.test is not None]
     objects = [{**i.test, "question_id": qid} for qid, i in zip(_ids(done, golden), done) if i.test]
@@ -80,7 +83,7 @@ def cmd_golden_import(args: argparse.Namespace) -> int:
         f"\n{len(objects)} of {len(rows) + len(problems)} tests of {args.file} imported "
         f"({sum(o['kind'] == 'positive' for o in objects)} positive, {sum(o['kind'] == 'negative' for o in objects)} "
         f"negative, {proposed} with a proposed trap to review); {missed} not imported (listed above with their line)"
-        + (f"; {len(rows) - len(fresh)} already in the golden set" if len(rows) > len(fresh) else "")
+        + (f"; {len(rows) - len(fresh)} already there (listed)" if len(rows) > len(fresh) else "")
     )
     if objects and args.write:
         trial = path.with_name(f".{path.name}.imported")

@@ -141,8 +141,9 @@ def make_handler(files: TraceFiles, token: str | None, log: Callable[[str], None
                 return self._error(413, f"a request is at most {MAX_BODY} bytes")
             except (ValueError, zlib.error) as exc:
                 return self._error(400, str(exc)[:300])
-            path = files.append(obj)
-            log(f"{path.name}: +1 export request ({files.lines} written)")
+            if obj.get("resourceSpans"):  # an empty export is valid and writes nothing
+                path = files.append(obj)
+                log(f"{path.name}: +1 export request ({files.lines} written)")
             if "json" in ctype:
                 return self._reply(200, b"{}", "application/json")
             return self._reply(200, b"", "application/x-protobuf")  # an empty ExportTraceServiceResponse

@@ -100,3 +100,14 @@ def test_imported_tests_run_and_their_verdicts_go_back_to_ragas_and_promptfoo(
               sum(v in ("did_not_run", "error") for v in verdicts.values())]  # fmt: skip
     assert [results["stats"]["successes"], results["stats"]["errors"]] == counts
     assert results["stats"]["successes"] + results["stats"]["failures"] + results["stats"]["errors"] == 7
+
+
+def test_the_same_question_twice_in_a_file_is_imported_once(proj: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    first = (FIXTURES / "ragas_testset.jsonl").read_text().splitlines()[0]
+    twice = proj.root / "twice.jsonl"
+    twice.write_text(f"{first}\n{first}\n")
+    code, out = cli(
+        proj, capsys, "golden", "import", str(twice), "--from", "ragas", "--out", str(proj.root / "g.jsonl")
+    )
+    assert code == 0 and "line 2" in out and "already on line 1 of twice.jsonl" in out
+    assert "1 of 2 tests" in out and "1 already there (listed)" in out

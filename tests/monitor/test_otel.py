@@ -212,6 +212,7 @@ def test_the_receiver_takes_the_sdk_exporters_requests_and_refuses_what_is_not_o
     assert post(url, b"\xff\x00 not protobuf", **{"Content-Type": "application/x-protobuf"}) == 400
     assert post(url, b'{"spans": []}', **{"Content-Type": "application/json"}) == 400
     assert post(url.replace("/v1/traces", "/v1/metrics"), b"", **{"Content-Type": "application/json"}) == 404
+    assert post(url, b"", **{"Content-Type": "application/x-protobuf"}) == 200  # an empty export: nothing written
     (written,) = list(s.monitor.traces_dir.iterdir())
     lines = written.read_text().splitlines()
     assert len(lines) == 2 and re.fullmatch(r"otlp-\d{4}-\d{2}-\d{2}\.jsonl", written.name)
