@@ -95,16 +95,23 @@ def materialize(
     if multiprocess:
         from ragpipe.settings import settings_path
 
+        before = os.environ.get("RAGPIPE_SETTINGS")
         os.environ["RAGPIPE_SETTINGS"] = str(settings_path(settings_file).resolve())  # read by _job_from_env
-        with dg.execute_job(
-            dg.reconstructable(_job_from_env),
-            instance=instance or dg.DagsterInstance.get(),
-            asset_selection=[dg.AssetKey.from_user_string(k) for k in selection],
-            tags=run_tags,
-            raise_on_error=False,
-            run_config=run_config,
-        ) as result:
-            return result
+        try:
+            with dg.execute_job(
+                dg.reconstructable(_job_from_env),
+                instance=instance or dg.DagsterInstance.get(),
+                asset_selection=[dg.AssetKey.from_user_string(k) for k in selection],
+                tags=run_tags,
+                raise_on_error=False,
+                run_config=run_config,
+            ) as result:
+                return result
+        finally:  # only the run's step processes read it: a later call in this process names its own settings
+            if before is None:
+                os.environ.pop("RAGPIPE_SETTINGS", None)
+            else:
+                os.environ["RAGPIPE_SETTINGS"] = before
     keys = {dg.AssetKey.from_user_string(k) for k in selection}
     job = _named_job(defs, keys)
     if job is None:  # a selection across both jobs: Dagster's ad hoc job

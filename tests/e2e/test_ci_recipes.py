@@ -28,7 +28,8 @@ def shell(script: str, cwd: Path, env: dict[str, str]) -> int:
 
 def runner_env(p: Project, **extra: str) -> dict[str, str]:
     bin_dir = str(Path(sys.executable).parent)  # the installed ragpipe, where the install step would put it
-    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "DAGSTER_HOME": str(p.root), **extra}
+    env = {k: v for k, v in os.environ.items() if k != "RAGPIPE_SETTINGS"}  # a fresh runner: ./ragpipe.toml
+    return {**env, "PATH": f"{bin_dir}:{os.environ['PATH']}", "DAGSTER_HOME": str(p.root), **extra}
 
 
 def reports_are_there(p: Project) -> None:

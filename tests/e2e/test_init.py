@@ -40,6 +40,7 @@ def test_init_drafts_a_golden_set_and_its_next_commands_reach_a_first_ci(
     root = new_repo(tmp_path / "repo")
     monkeypatch.chdir(root)
     monkeypatch.setenv("DAGSTER_HOME", str(root))
+    monkeypatch.delenv("RAGPIPE_SETTINGS", raising=False)  # the printed commands read ./ragpipe.toml
     assert main(["init", "--negatives", "6"]) == 0
     out = capsys.readouterr().out
     settings = load_settings(root / "ragpipe.toml")
@@ -67,6 +68,7 @@ def test_init_finds_another_tools_golden_set_and_imports_it(
     shutil.copy(ROOT / "tests" / "fixtures" / "imports" / "ragas_testset.jsonl", root / "evals" / "testset.jsonl")
     monkeypatch.chdir(root)
     monkeypatch.setenv("DAGSTER_HOME", str(root))
+    monkeypatch.delenv("RAGPIPE_SETTINGS", raising=False)  # the printed commands read ./ragpipe.toml
     assert main(["init"]) == 0
     out = capsys.readouterr().out
     assert "ragas golden set found: evals/testset.jsonl" in out

@@ -3,6 +3,7 @@ ingest_errors rows as unsharded, killed shards resume, and the worker count foll
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -165,8 +166,10 @@ def test_dagster_run_with_two_parse_shards(synced: Project, reference: dict[str,
         fh.write("\n[scale]\nparse_shards = 2\n")
     (tmp_path / "dagster_home").mkdir()
     instance = dg.DagsterInstance.local_temp(str(tmp_path / "dagster_home"))
+    before = os.environ.get("RAGPIPE_SETTINGS")
     result = materialize(str(q.settings_file), ["documents"], instance, multiprocess=True)
     assert result.success, [str(e) for e in result.all_events if e.is_failure]
+    assert os.environ.get("RAGPIPE_SETTINGS") == before  # the step processes' variable does not outlive the run
     steps, pids = set(), {}
     for ev in result.all_events:
         if ev.event_type_value == "STEP_SUCCESS" and ev.step_key.startswith("documents."):
