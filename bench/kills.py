@@ -1,0 +1,75 @@
+"""Kills at random points, many of them: `ragpipe ci` (and `ragpipe ci --multiprocess`) after a chunker change,
+SIGKILLed with its process group at points drawn from its own output (tests/killkit.py, seeded: the seed is printed,
+and `--seed` replays a run), then run again; each point must end with the documents, chunks, vectors (DuckDB and
+LanceDB) and verdicts of the same change never killed, and no temporary file or process left.
+
+    .venv/bin/python bench/kills.py --points 50 --seed 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from bench._common import RESULTS, machine, write_json  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--points", type=int, default=50, help="kill points per mode (default 50)")
+    ap.add_argument("--seed", type=int, default=int(time.time()) % 100000)
+    ap.add_argument("--modes", default="ci,ci --multiprocess")
+    args = ap.parse_args()
+    import conftest  # noqa: F401  (the offline environment, as the suite has it)
+    from killkit import kill_and_complete, lance, leftovers, points, rechunk, reference_run, state
+
+    print(f"seed {args.seed}", flush=True)
+    report: dict = {"machine": machine(), "seed": args.seed, "points": args.points, "modes": {}}
+    with tempfile.TemporaryDirectory(prefix="ragpipe-kills-") as tmp:
+        from faultkit import evaluated_base
+
+        class Factory:  # what evaluated_base asks of pytest's tmp_path_factory
+            @staticmethod
+            def mktemp(name: str) -> Path:
+                path = Path(tmp) / name
+                path.mkdir()
+                return path
+
+        base = evaluated_base(Factory())
+        for mode in args.modes.split(","):
+            argv = tuple(mode.split())
+            ref, lines, expected = reference_run(base, Path(tmp) / f"ref-{len(report['modes'])}", rechunk, argv)
+            rows = []
+            for i, point in enumerate(points(args.seed, args.points, lines)):
+                t0 = time.perf_counter()
+                p, landed = kill_and_complete(base, Path(tmp) / "kill", rechunk, point, argv)
+                got = state(p)
+                differ = [k for k in expected if got[k] != expected[k]]
+                if lance(p) != [r[0] for r in expected["vectors"]]:
+                    differ.append("lancedb")
+                left = leftovers(p.root)
+                rows.append({"point": str(point), "landed": landed, "differ": differ, "left": left,
+                             "seconds": round(time.perf_counter() - t0, 1)})  # fmt: skip
+                ok = "ok" if not differ and not left else f"DIFFER {differ} LEFT {left}"
+                print(f"{mode:<20} {i + 1:>3}/{args.points} {point!s:<22} {'landed' if landed else 'late':<7} {ok}",
+                      flush=True)  # fmt: skip
+                shutil.rmtree(p.root)
+            bad = [r for r in rows if r["differ"] or r["left"]]
+            report["modes"][mode] = {"lines": lines, "landed": sum(r["landed"] for r in rows), "bad": len(bad),
+                                     "rows": rows}  # fmt: skip
+            print(f"{mode}: {len(rows)} kill points ({sum(r['landed'] for r in rows)} landed in the run), {len(bad)} "
+                  f"ended differently from the run never killed", flush=True)  # fmt: skip
+    write_json(RESULTS / "kills.json", report)
+    print(json.dumps({m: {k: v for k, v in r.items() if k != "rows"} for m, r in report["modes"].items()}))
+
+
+if __name__ == "__main__":
+    main()
