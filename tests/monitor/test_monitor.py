@@ -279,10 +279,11 @@ def test_the_sensor_runs_the_asset_and_its_check_warns_on_the_broken_day(tmp_pat
 
 
 def test_ragpipe_monitor_prints_the_days_and_gates_on_a_rate_out_of_its_interval(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ragpipe.cli import main
 
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))  # its runs in its own instance, not the checkout's (make test)
     s = settings(tmp_path)
     generate(s.monitor.traces_dir, "--llm-per-day", "0", "--days", "8")
     (s.monitor.traces_dir / "late.jsonl").write_text(lines(trace(time="tomorrow")))
