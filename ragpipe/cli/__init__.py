@@ -2,7 +2,8 @@
 
 common.py holds what every command shares (settings, the Dagster instance, the runner, exit codes and error wording);
 each command group is one module that declares its sub-parser beside its commands (runs: demo, ingest, ci, status;
-golden; score; niah; compare: compare, history; warehouse: sql, export); app.py the root parser and `main`.
+golden, with suggest and imports; init; score; niah; monitor; compare: compare, history; warehouse: sql, export); app.py
+the root parser and `main`; pytest_plugin.py `pytest --ragpipe` (a pytest11 entry point).
 """
 
 from ragpipe.core import lazy_exports
