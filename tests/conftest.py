@@ -128,6 +128,25 @@ def make_project(root: Path, with_golden: bool = True, **overrides: Any) -> Proj
     return p
 
 
+def run_in_project(p: Project, *args: str) -> int:
+    """`ragpipe --settings <project> ARGS` in-process, with the project as its DAGSTER_HOME (restored after)."""
+    from ragpipe.cli import main
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("DAGSTER_HOME", str(p.root))
+    try:
+        return main(["--settings", str(p.settings_file), *args])
+    finally:
+        mp.undo()
+
+
+def copied_project(base: Path, root: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
+    """A copy of a project a module prepared once, as its own DAGSTER_HOME for the test."""
+    shutil.copytree(base, root)
+    monkeypatch.setenv("DAGSTER_HOME", str(root))
+    return Project(root, dg.DagsterInstance.ephemeral())
+
+
 @pytest.fixture(autouse=True)
 def _no_process_outlives_its_test() -> Any:
     """Bounded teardown: child processes a test started through faultkit.Proc (CLI runs, servers) are killed, with

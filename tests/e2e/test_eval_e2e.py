@@ -5,11 +5,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
-from conftest import Project, make_project
+from conftest import Project, copied_project, make_project, run_in_project
 
 from ragpipe.cli import main
 from ragpipe.golden import load_golden
@@ -32,24 +31,13 @@ def cli(p: Project, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled example evaluated once with default settings; tests work on copies."""
     root = tmp_path_factory.mktemp("eval") / "proj"
-    p = make_project(root)
-    mp = pytest.MonkeyPatch()
-    mp.setenv("DAGSTER_HOME", str(root))
-    try:
-        assert main(["--settings", str(p.settings_file), "ci"]) in (0, 1)
-    finally:
-        mp.undo()
+    assert run_in_project(make_project(root), "ci") in (0, 1)
     return root
 
 
 @pytest.fixture
 def proj(base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
-    root = tmp_path / "proj"
-    shutil.copytree(base, root)
-    monkeypatch.setenv("DAGSTER_HOME", str(root))
-    import dagster as dg
-
-    return Project(root, dg.DagsterInstance.ephemeral())
+    return copied_project(base, tmp_path / "proj", monkeypatch)
 
 
 def latest(p: Project) -> dict[str, dict]:

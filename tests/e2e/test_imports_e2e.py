@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, Project, make_project
+from conftest import ROOT, Project, copied_project, make_project, run_in_project
 
 from ragpipe.cli import main
 from ragpipe.golden import load_golden
@@ -29,24 +28,13 @@ def cli(p: Project, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int
 @pytest.fixture(scope="module")
 def ingested(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("imports") / "proj"
-    p = make_project(root, with_golden=False)
-    mp = pytest.MonkeyPatch()
-    mp.setenv("DAGSTER_HOME", str(root))
-    try:
-        assert main(["--settings", str(p.settings_file), "ingest"]) == 0
-    finally:
-        mp.undo()
+    assert run_in_project(make_project(root, with_golden=False), "ingest") == 0
     return root
 
 
 @pytest.fixture
 def proj(ingested: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
-    root = tmp_path / "proj"
-    shutil.copytree(ingested, root)
-    monkeypatch.setenv("DAGSTER_HOME", str(root))
-    import dagster as dg
-
-    return Project(root, dg.DagsterInstance.ephemeral())
+    return copied_project(ingested, tmp_path / "proj", monkeypatch)
 
 
 def test_each_tools_file_is_imported_anchored_and_the_row_it_cannot_anchor_is_named(

@@ -13,8 +13,9 @@ from typing import Any
 import dagster as dg
 import pytest
 from conftest import ROOT, write_settings
+from monitorkit import ingest, rows, traces_settings
 
-from ragpipe.monitor import TraceProblem, citation_hit, days, ingest_traces, judge, parse_trace
+from ragpipe.monitor import TraceProblem, citation_hit, days, judge, parse_trace
 from ragpipe.settings import Settings, load_settings
 from ragpipe.warehouse import connect
 
@@ -33,24 +34,7 @@ def lines(*objs: Any) -> str:
 
 
 def settings(root: Path, **monitor: Any) -> Settings:
-    (root / "traces").mkdir(parents=True, exist_ok=True)
-    sections = {
-        "warehouse": {"dir": "warehouse"},
-        "corpus": {"dir": "corpus"},
-        "golden": {"path": str(GOLDEN)},
-        "monitor": {"traces_dir": "traces", "min_traces": 20, **monitor},
-    }
-    return load_settings(write_settings(root / "ragpipe.toml", sections))
-
-
-def ingest(s: Settings) -> Any:
-    with connect(s.duckdb_path) as con:
-        return ingest_traces(s, con)
-
-
-def rows(s: Settings, sql: str) -> list[tuple[Any, ...]]:
-    with connect(s.duckdb_path, read_only=True) as con:
-        return con.execute(sql).fetchall()
+    return traces_settings(root, GOLDEN, **{"min_traces": 20, **monitor})
 
 
 def test_a_trace_is_read_under_its_other_names_and_times_become_utc() -> None:

@@ -15,11 +15,12 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
-from conftest import ROOT, write_settings
+from conftest import ROOT
 from google.protobuf.json_format import MessageToJson
+from monitorkit import ingest, rows, traces_settings
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -27,10 +28,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ragpipe.monitor import ingest_traces
 from ragpipe.monitor.receiver import TOKEN_ENV, ReceiverError, serve
-from ragpipe.settings import Settings, load_settings
-from ragpipe.warehouse import connect
+from ragpipe.settings import Settings
 
 EXAMPLES = ROOT / "examples"
 GOLDEN = [json.loads(line) for line in (EXAMPLES / "golden.jsonl").read_text().splitlines() if line.strip()]
@@ -40,24 +39,7 @@ READINGS = "question, answer, n_contexts, refused, cites, citation_hit, trap_tes
 
 
 def settings(root: Path) -> Settings:
-    (root / "traces").mkdir(parents=True, exist_ok=True)
-    sections = {
-        "warehouse": {"dir": "warehouse"},
-        "corpus": {"dir": str(EXAMPLES / "corpus")},
-        "golden": {"path": str(EXAMPLES / "golden.jsonl")},
-        "monitor": {"traces_dir": "traces", "min_traces": 1},
-    }
-    return load_settings(write_settings(root / "ragpipe.toml", sections))
-
-
-def ingest(s: Settings) -> Any:
-    with connect(s.duckdb_path) as con:
-        return ingest_traces(s, con)
-
-
-def rows(s: Settings, sql: str) -> list[tuple[Any, ...]]:
-    with connect(s.duckdb_path, read_only=True) as con:
-        return con.execute(sql).fetchall()
+    return traces_settings(root, EXAMPLES / "golden.jsonl", str(EXAMPLES / "corpus"), min_traces=1)
 
 
 class App:
