@@ -50,11 +50,15 @@ def collapse_whitespace(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
 
+_BRACKETS = re.compile(r"[\"'`*_()\[\]{}]")
+_STOPS = re.compile(r"(?<!\d)[.,;:!?](?!\d)")
+
+
 def normalize_text(text: str) -> str:
     """Lower-case, unify quotes and dashes, drop punctuation that does not change meaning, collapse spaces."""
     t = fold(unicodedata.normalize("NFKC", text).lower())
-    t = re.sub(r"[\"'`*_()\[\]{}]", " ", t)
-    t = re.sub(r"(?<!\d)[.,;:!?](?!\d)", " ", t)
+    t = _BRACKETS.sub(" ", t)
+    t = _STOPS.sub(" ", t)
     return " ".join(t.split())
 
 

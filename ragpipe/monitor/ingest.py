@@ -6,25 +6,25 @@ run killed half-way leaves each block read or not, and the next run goes on from
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ragpipe.core import InputError
+from ragpipe.core import InputError, usable_cpus
 from ragpipe.monitor.otlp import Pending, as_trace, is_otlp, spans_of, take
-from ragpipe.monitor.readings import TrapIndex, read_trace
-from ragpipe.monitor.traces import ALIASES, Trace, TraceProblem, drop, load_line, trace_from
+from ragpipe.monitor.readings import TrapIndex
+from ragpipe.monitor.rows import COLUMNS, Chunk, RowPool, RowReader, chunks, read_lines
+from ragpipe.monitor.traces import TraceProblem, load_line
 from ragpipe.settings import Settings
 
 BLOCK_LINES = 20000  # lines read, judged and written per transaction
 PENDING_LINES = 1000  # lines after which the spans of a trace still without its root span are given up
 HEAD = 65536  # bytes of a file's start whose hash tells a rewritten file from a grown one
-COLUMNS = [
-    "trace_id", "asked_at", "day", "app_version", "question", "answer", "contexts", "n_contexts", "refused", "cites",
-    "citation_hit", "corrected", "trap_tests", "latency_ms", "tokens", "extra", "file", "line",
-]  # fmt: skip
+# A run with this many new bytes reads its blocks in worker processes (when [monitor].workers allows): starting two
+# takes about 0.4 s, what they save on some 10,000 traces.
+POOL_BYTES = 16 * 2**20
+POOL_LINES = 200  # a block with fewer new lines is read in-process all the same (a round trip would cost more)
 
 
 class MonitorError(InputError):
@@ -67,33 +67,6 @@ def trap_index(settings: Settings) -> tuple[TrapIndex, str]:
     return TrapIndex({t.question_id: t.quote or "" for t in golden.tests if t.kind == "negative"}), ""
 
 
-def _stored(trace: Trace, names: tuple[str, ...]) -> dict[str, Any]:
-    """The trace's fields as stored: a field named in drop_fields (by any of its names) is None."""
-    dropped = {canon for canon, aliases in ALIASES.items() if set(aliases) & set(names)} | set(names)
-    # inside each context: a dotted name under contexts ("contexts.source"), and every plain name (dropped anywhere)
-    inside = tuple(
-        rest or head for head, _, rest in (n.partition(".") for n in names) if not rest or head in ALIASES["contexts"]
-    )
-    contexts = [drop({"text": t, "source": s}, inside) for t, s in zip(trace.contexts, trace.sources)]
-    return {
-        "question": None if "question" in dropped else trace.question,
-        "answer": None if "answer" in dropped else trace.answer,
-        "contexts": None if "contexts" in dropped else json.dumps(contexts),
-        "app_version": None if "app_version" in dropped else trace.app_version,
-        "extra": json.dumps(drop(trace.extra, names), sort_keys=True, default=str) if trace.extra else None,
-    }
-
-
-def _row(trace: Trace, where: tuple[str, int], traps: TrapIndex, settings: Settings) -> list[Any]:
-    r = read_trace(trace.answer, trace.contexts, traps, settings.answerer.refusal_phrases)
-    kept = _stored(trace, settings.monitor.drop_fields)
-    return [
-        trace.trace_id, trace.at, trace.at.date(), kept["app_version"], kept["question"], kept["answer"],
-        kept["contexts"], len(trace.contexts), r.refused, r.cites, r.citation_hit, trace.corrected, r.trap_tests,
-        trace.latency_ms, trace.tokens, kept["extra"], where[0], where[1],
-    ]  # fmt: skip
-
-
 def _resume(path: Path, state: tuple[int, int, str] | None) -> tuple[int | None, int, bytes]:
     """(lines read, or None when the file is read from its start; byte offset; the file's head) of one file: from the
     start when the file is new, shorter than what was read, or rewritten (its head changed)."""
@@ -106,55 +79,71 @@ def _resume(path: Path, state: tuple[int, int, str] | None) -> tuple[int | None,
     return None, 0, head
 
 
-def _arrow(rows: list[list[Any]]) -> Any:
-    import pyarrow as pa
-
-    types = {"asked_at": pa.timestamp("us"), "day": pa.date32(), "trap_tests": pa.list_(pa.string()), "n_contexts": pa.int32(),
-             "latency_ms": pa.float64(), "tokens": pa.int64(), "line": pa.int32(),
-             "refused": pa.bool_(), "cites": pa.bool_(), "citation_hit": pa.bool_(), "corrected": pa.bool_()}  # fmt: skip
-    return pa.table({c: pa.array([r[i] for r in rows], type=types.get(c, pa.string())) for i, c in enumerate(COLUMNS)})
-
-
 @dataclass
 class _Read:
     """One file's new rows and problems, and what the next read of it starts from."""
 
-    rows: list[list[Any]] = field(default_factory=list)
+    tables: list[Any] = field(default_factory=list)  # pyarrow tables of new rows
     problems: dict[int, list[str]] = field(default_factory=dict)  # line -> what is wrong there
     not_questions: int = 0  # OpenTelemetry traces with no question and answer (other work of the app)
     pending: Pending = field(default_factory=Pending)
 
+    def add(self, chunk: Chunk) -> None:
+        if chunk.table is not None:
+            self.tables.append(chunk.table)
+        for n, why in chunk.problems.items():
+            self.problems.setdefault(n, []).extend(why)
 
-def _line(raw: bytes, n: int, seen: int, read: _Read, emit: Callable[[dict[str, Any], int], None]) -> None:
-    """One line: a trace object, or OTLP spans gathered by trace until each trace's root span arrives. Lines up to
-    `seen` were read before (their traces are stored): they are read again only for the spans they hold."""
+
+class _Lines:
+    """Where lines become rows: in this process, or in `workers` processes (started at the first block of POOL_LINES
+    new lines or more, kept to the end of the run)."""
+
+    def __init__(self, reader: RowReader, workers: int):
+        self.reader, self.workers = reader, workers
+        self.pool: RowPool | None = None
+
+    def read(self, name: str, items: list[tuple[int, Any, str]]) -> list[Chunk]:
+        if self.workers > 1 and len(items) >= POOL_LINES:
+            if self.pool is None:
+                self.pool = RowPool(self.workers, self.reader)
+            return list(self.pool.map(name, chunks(items, self.workers)))
+        return [read_lines(name, items, self.reader)] if items else []
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+
+def _otlp(raw: bytes, n: int, seen: int, read: _Read, out: list[tuple[int, Any, str]]) -> None:
+    """An OpenTelemetry line: its spans gathered by trace until each trace's root span arrives; a trace whose root
+    span is on a new line (past `seen`) is assembled into `out`, to be read like a line. Lines up to `seen` were read
+    before (their traces are stored): they are read again only for the spans they hold."""
     try:
         obj = load_line(raw.decode("utf-8"))
-        if is_otlp(obj):
-            for _first, spans in take(spans_of(obj), n, read.pending):
-                if n > seen:
-                    _trace(spans, n, read, emit)
-        elif n > seen:
-            emit(obj, n)
-    except UnicodeDecodeError:
-        if n > seen:
-            read.problems.setdefault(n, []).append("not UTF-8 text")
-    except TraceProblem as exc:
-        if n > seen:
+        if not is_otlp(obj):
+            return
+        for _first, spans in take(spans_of(obj), n, read.pending):
+            if n > seen:
+                _trace(spans, n, read, out)
+    except (UnicodeDecodeError, TraceProblem) as exc:
+        if n > seen:  # a line past `seen` is only here when it parsed: its spans are what is wrong
             read.problems.setdefault(n, []).append(str(exc))
 
 
-def _trace(spans: list[Any], n: int, read: _Read, emit: Callable[[dict[str, Any], int], None]) -> None:
-    """One OpenTelemetry trace whose root span is on line n: stored, counted as other work, or a problem of that
-    line (the line's other traces are read all the same)."""
+def _trace(spans: list[Any], n: int, read: _Read, out: list[tuple[int, Any, str]]) -> None:
+    """One OpenTelemetry trace whose root span is on line n: assembled to be read, counted as other work, or a
+    problem of that line (the line's other traces are read all the same)."""
+    label = f"OpenTelemetry trace {spans[0].trace_id}: "
     try:
         assembled = as_trace(spans)
-        if assembled is None:
-            read.not_questions += 1
-        else:
-            emit(assembled, n)
     except TraceProblem as exc:
-        read.problems.setdefault(n, []).append(f"OpenTelemetry trace {spans[0].trace_id}: {exc}")
+        read.problems.setdefault(n, []).append(f"{label}{exc}")
+        return
+    if assembled is None:
+        read.not_questions += 1
+    else:
+        out.append((n, assembled, label))
 
 
 def _give_up(read: _Read, last: int, seen: int) -> None:
@@ -168,7 +157,28 @@ def _give_up(read: _Read, last: int, seen: int) -> None:
                 read.problems.setdefault(at, []).append(why)
 
 
-def _read_file(path: Path, name: str, state: Any, traps: TrapIndex, settings: Settings) -> Iterator[tuple[_Read, Any]]:
+def _rows(name: str, new: list[tuple[int, bytes, str]], seen: int, read: _Read, lines: _Lines) -> None:
+    """A block's new lines as rows: the trace lines read (in workers when many), then the OpenTelemetry lines in
+    order, their spans gathered and each trace whose root span arrived read in turn; rows in line order."""
+    otlp: list[int] = []
+    for chunk in lines.read(name, new):
+        read.add(chunk)
+        otlp += chunk.otlp
+    if not otlp:
+        return
+    raw_of = {n: raw for n, raw, _ in new}
+    assembled: list[tuple[int, Any, str]] = []
+    for n in otlp:
+        _otlp(raw_of[n], n, seen, read, assembled)
+    for chunk in lines.read(name, assembled):
+        read.add(chunk)
+    if len(read.tables) > 1:
+        import pyarrow as pa
+
+        read.tables = [pa.concat_tables(read.tables).sort_by("line")]  # a stable sort: a line's traces keep their order
+
+
+def _read_file(path: Path, name: str, state: Any, lines: _Lines) -> Iterator[tuple[_Read, Any]]:
     """The file's new traces in blocks of BLOCK_LINES lines (memory stays flat however long the file), each with its
     rows, its problems and the file's state after it: where the next read starts (the first line of a trace whose
     root span has not arrived, else the end of the block) and the lines whose traces are all stored. A last line
@@ -177,11 +187,11 @@ def _read_file(path: Path, name: str, state: Any, traps: TrapIndex, settings: Se
     seen = (done_lines or 0) if done_lines is None or state[3] is None else state[3]
     read, n, pos = _Read(), done_lines or 0, offset
     starts: dict[int, int] = {}  # byte offset of each line a trace waiting for its root span starts on
-
-    def emit(obj: dict[str, Any], line: int) -> None:
-        read.rows.append(_row(trace_from(obj), (name, line), traps, settings))
+    new: list[tuple[int, bytes, str]] = []  # the block's lines past `seen`
 
     def block() -> tuple[_Read, Any]:
+        _rows(name, new, seen, read, lines)
+        new.clear()
         _give_up(read, n, seen)
         waiting = set(read.pending.first_line.values())
         for line in [k for k in starts if k not in waiting]:
@@ -200,7 +210,10 @@ def _read_file(path: Path, name: str, state: Any, traps: TrapIndex, settings: Se
             starts[n] = pos
             pos += len(raw)
             if raw.strip():
-                _line(raw, n, seen, read, emit)
+                if n > seen:
+                    new.append((n, raw, ""))
+                else:
+                    _otlp(raw, n, seen, read, [])
             in_block += 1
             if in_block >= BLOCK_LINES:
                 yield block()
@@ -220,33 +233,82 @@ def ingest_traces(settings: Settings, con: Any, log: Callable[[str], None] = lam
     result = Ingested(trap_note=out)
     recorded = con.execute("SELECT file, bytes_read, lines_read, head_sha, lines_seen FROM trace_files").fetchall()
     known = {r[0]: tuple(r[1:]) for r in recorded}
-    for path in sorted(p for p in folder.glob(settings.monitor.pattern) if p.is_file()):
-        name = path.relative_to(folder).as_posix()
-        before, read_any = result.traces, False
-        for read, state in _read_file(path, name, known.get(name), traps, settings):
-            if state == known.get(name) and not read.rows and not read.problems:
-                continue
-            problems = [(name, n, "; ".join(p)) for n, p in sorted(read.problems.items())]
-            _write(con, name, read.rows, problems, state, result)  # one transaction per block: a kill loses nothing
-            known[name], read_any = state, True
-            result.new_problems += len(problems)
-            result.not_questions += read.not_questions
-            waiting = f", {len(read.pending.spans)} OpenTelemetry traces waiting for their root span"
-            log(f"{name}: {result.traces - before} traces so far{waiting if read.pending.spans else ''}")
-        result.files_read += read_any
+    paths = sorted(p for p in folder.glob(settings.monitor.pattern) if p.is_file())
+    new_bytes = sum(max(0, p.stat().st_size - known.get(p.relative_to(folder).as_posix(), (0,))[0]) for p in paths)
+    workers = (settings.monitor.workers or usable_cpus()) if new_bytes >= POOL_BYTES else 1
+    reader = RowReader(traps, settings.answerer.refusal_phrases, settings.monitor.drop_fields)
+    lines, writer = _Lines(reader, workers), _Writer(con, result, log)
+    threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
+    if lines.workers > 1:  # the cores read traces: DuckDB inserts in one thread (two spend half again the CPU)
+        con.execute("SET threads = 1")
+    try:
+        for path in paths:
+            name = path.relative_to(folder).as_posix()
+            read_any = False
+            for read, state in _read_file(path, name, known.get(name), lines):
+                if state == known.get(name) and not read.tables and not read.problems:
+                    continue
+                writer.submit(name, read, state)  # one transaction per block: a kill loses nothing
+                known[name], read_any = state, True
+            result.files_read += read_any
+    finally:
+        try:
+            writer.close()
+        finally:
+            lines.close()
+            con.execute(f"SET threads = {int(threads)}")
     recorded = con.execute("SELECT file, line, problem FROM trace_problems ORDER BY file, line").fetchall()
     result.problems = [f"{f}:{n}: {p}" for f, n, p in recorded]
     result.seconds = time.perf_counter() - t0
     return result
 
 
-def _write(con: Any, name: str, rows: list[list[Any]], problems: list[Any], state: Any, result: Ingested) -> None:
+class _Writer:
+    """Blocks written in order by a thread of their own, one at a time: the next block is read while one is written
+    (at most two blocks in memory); a write's error is raised at the next block or at the end."""
+
+    def __init__(self, con: Any, result: Ingested, log: Callable[[str], None]):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.con, self.result, self.log = con, result, log
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix="ragpipe-traces-writer")
+        self.last: Any = None
+        self.per_file: dict[str, int] = {}
+
+    def submit(self, name: str, read: _Read, state: Any) -> None:
+        if self.last is not None:
+            self.last.result()
+        waiting = len(read.pending.spans)  # counted now: the next block goes on gathering spans
+        self.last = self.thread.submit(self._store, name, read, state, waiting)
+
+    def _store(self, name: str, read: _Read, state: Any, waiting: int) -> None:
+        problems = [(name, n, "; ".join(p)) for n, p in sorted(read.problems.items())]
+        before = self.result.traces
+        _write(self.con, name, read.tables, problems, state, self.result)
+        self.result.new_problems += len(problems)
+        self.result.not_questions += read.not_questions
+        self.per_file[name] = self.per_file.get(name, 0) + self.result.traces - before
+        spans = f", {waiting} OpenTelemetry traces waiting for their root span" if waiting else ""
+        self.log(f"{name}: {self.per_file[name]} traces so far{spans}")
+
+    def close(self) -> None:
+        try:
+            if self.last is not None:
+                self.last.result()
+        finally:
+            self.thread.shutdown(wait=True)
+
+
+def _write(con: Any, name: str, tables: list[Any], problems: list[Any], state: Any, result: Ingested) -> None:
     from ragpipe.warehouse import transaction
 
+    rows = sum(t.num_rows for t in tables)
     with transaction(con):
         added = 0
-        if rows:
-            con.register("_traces", _arrow(rows))
+        if tables:
+            import pyarrow as pa
+
+            con.register("_traces", pa.concat_tables(tables) if len(tables) > 1 else tables[0])
             names = ", ".join(COLUMNS)
             sql = f"INSERT OR IGNORE INTO production_traces ({names}, ingested_at) SELECT {names}, now() FROM _traces"
             added = con.execute(sql).fetchall()[0][0]  # the rows inserted: a trace already stored is not
@@ -259,4 +321,4 @@ def _write(con: Any, name: str, rows: list[list[Any]], problems: list[Any], stat
             [name, *state],
         )
     result.traces += added
-    result.repeated += len(rows) - added
+    result.repeated += rows - added

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from ragpipe.core import normalize_text
 from ragpipe.reading import content_words, is_refusal
@@ -15,6 +16,7 @@ _MARKER = re.compile(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
 # A quoted span of three words or more, in straight or curly quotes.
 _QUOTE = re.compile(r"[\"\u201c\u201e]([^\"\u201c\u201d\u201e]{8,}?)[\"\u201d]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"\u201c(\[])")
+_DIGIT = re.compile(r"[0-9]")
 SUPPORT = 0.6  # share of a cited sentence's content words its context must hold (all of its numbers always)
 
 
@@ -31,7 +33,7 @@ def _supported(sentence: str, contexts: list[frozenset[str]]) -> bool:
     words = content_words(_MARKER.sub(" ", sentence))
     if not words:
         return True
-    numbers = {w for w in words if any(ch.isdigit() for ch in w)}
+    numbers = {w for w in words if _DIGIT.search(w)}
     return any(numbers <= have and len(words & have) >= SUPPORT * len(words) for have in contexts)
 
 
@@ -69,12 +71,30 @@ def citation_hit(answer: str, contexts: list[str], normalized: list[str] | None 
 class TrapIndex:
     """The golden set's trap passages (negative tests' trap quotes), found in a trace's contexts by normalized text."""
 
+    SEEN = 16384  # contexts whose hits are kept: production traces retrieve the same chunks again and again
+
     def __init__(self, traps: dict[str, str]):
         self.traps = {qid: normalize_text(q) for qid, q in traps.items() if q and q.strip()}
+        self._seen: dict[str, tuple[str, ...]] = {}  # a context's normalized text -> the tests whose quote it holds
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"traps": self.traps}  # sent to worker processes without what this one has read
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.traps, self._seen = state["traps"], {}
 
     def hits(self, normalized: list[str]) -> list[str]:
         """The tests whose trap quote one of the contexts holds (the contexts as normalize_text gives them)."""
-        return sorted(qid for qid, quote in self.traps.items() if any(quote in t for t in normalized))
+        found: set[str] = set()
+        for text in normalized:
+            got = self._seen.get(text)
+            if got is None:
+                got = tuple(qid for qid, quote in self.traps.items() if quote in text)
+                if len(self._seen) >= self.SEEN:
+                    self._seen.clear()
+                self._seen[text] = got
+            found.update(got)
+        return sorted(found)
 
 
 def read_trace(answer: str, contexts: list[str], traps: TrapIndex, phrases: tuple[str, ...] = ()) -> Reading:

@@ -18,8 +18,8 @@ _EXPORTS = {
         "Reading",
         "read_answer",
         "is_refusal",
-        "unwrap",
     ],
+    "forms": ["unwrap"],
     "grounding": [
         "Grounds",
         "claims",

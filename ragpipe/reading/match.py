@@ -128,6 +128,12 @@ def months(text: str) -> list[tuple[int, int]]:
     return out
 
 
+_SCALEWORD = re.compile(r"scaleword(million|billion|trillion|thousand)")
+_ONE_SECOND = re.compile(r"(\d)\s+2nd\b")
+_AND_A_HALF = re.compile(r"\b(\d+)\s+and\s+a\s+half\b")
+_HALF_A = re.compile(r"\bhalf\s+an?\s+(million|billion|hour|minute|day|year)\b")
+
+
 def digits(text: str) -> str:
     """Numbers written in words as digits ("twenty-five" -> "25", "five seconds" -> "5 seconds", "second" -> "2nd",
     "forty-eight point seven million" -> "48.7 million"), with text2num; "million"/"billion" stay words."""
@@ -142,11 +148,14 @@ def digits(text: str) -> str:
         text,
     )
     out = alpha2digit(protected, "en", threshold=0)
-    out = re.sub(r"scaleword(million|billion|trillion|thousand)", r"\1", out)
-    # "one second" comes back as "1 2nd": after a number, "2nd" was the unit
-    out = re.sub(r"(\d)\s+2nd\b", r"\1 second", out)
-    out = re.sub(r"\b(\d+)\s+and\s+a\s+half\b", lambda m: f"{m.group(1)}.5", out)
-    return re.sub(r"\bhalf\s+an?\s+(million|billion|hour|minute|day|year)\b", r"0.5 \1", out)
+    if "scaleword" in out:
+        out = _SCALEWORD.sub(r"\1", out)
+    if "2nd" in out:  # "one second" comes back as "1 2nd": after a number, "2nd" was the unit
+        out = _ONE_SECOND.sub(r"\1 second", out)
+    if "half" in out:
+        out = _AND_A_HALF.sub(lambda m: f"{m.group(1)}.5", out)
+        out = _HALF_A.sub(r"0.5 \1", out)
+    return out
 
 
 def numbers(text: str) -> list[float]:
@@ -261,13 +270,15 @@ _STOP = set(
 )
 
 
+_DIGIT = re.compile(r"[0-9]")
+_TOKEN = re.compile(r"[a-z0-9][a-z0-9.\-]*[a-z0-9]|[a-z0-9]")
+
+
 def content_words(text: str) -> set[str]:
     """Content words at a 5-letter prefix ("fortifying" and "fortify" meet), and every token holding a digit whole
     ("q2", "2023", "hr-400", "4.3.1"); number words count as digits."""
-    words = re.findall(r"[a-z0-9][a-z0-9.\-]*[a-z0-9]|[a-z0-9]", normalize_text(digits(text)))
-    return {
-        w if any(ch.isdigit() for ch in w) else w[:5] for w in words if w not in _STOP and (len(w) > 2 or w.isdigit())
-    }
+    words = _TOKEN.findall(normalize_text(digits(text)))
+    return {w if _DIGIT.search(w) else w[:5] for w in words if w not in _STOP and (len(w) > 2 or w.isdigit())}
 
 
 def _by_words(answer: str, expected: str, question: str, share: float) -> Match:

@@ -23,12 +23,15 @@ def mantissa_exponent(value: float) -> tuple[float, int]:
     return float(mantissa), int(exponent)
 
 
+_SUPERSCRIPT_EXPONENT = re.compile(r"10([\u207b\u2070\u00b9\u00b2\u00b3\u2074-\u2079]+)")
+
+
 def with_carets(text: str) -> str:
     """Superscript exponents written with a caret, as the same notation in plain characters: "10\u207b\u00b3" ->
     "10^-3" (Unicode normalization would make it "10\u22123", a subtraction)."""
-    return re.sub(
-        r"10([\u207b\u2070\u00b9\u00b2\u00b3\u2074-\u2079]+)", lambda m: "10^" + m.group(1).translate(_SUPER), text
-    )
+    if "10" not in text:
+        return text
+    return _SUPERSCRIPT_EXPONENT.sub(lambda m: "10^" + m.group(1).translate(_SUPER), text)
 
 
 def notations(text: str) -> list[tuple[int, int, float]]:

@@ -20,33 +20,38 @@ The verdict rule (ragpipe.verdict) decides from these readings where the values 
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
 
 from ragpipe.reading.notation import with_carets
 
+# (pattern, replacement, (a text every match holds, then texts one of which it holds)): a pattern is tried only where
+# its texts are
 _CONTRACTIONS = [
-    (r"\bcan'?t\b", "can not"),
-    (r"\bcannot\b", "can not"),
-    (r"\bwon'?t\b", "will not"),
-    (r"\bshan'?t\b", "shall not"),
-    (r"\b(\w+)n't\b", r"\1 not"),
+    (r"\bcan'?t\b", "can not", ("can", "cant", "can't")),
+    (r"\bcannot\b", "can not", ("cannot",)),
+    (r"\bwon'?t\b", "will not", ("won", "wont", "won't")),
+    (r"\bshan'?t\b", "shall not", ("shan", "shant", "shan't")),
+    (r"\b(\w+)n't\b", r"\1 not", ("n't",)),
     # written without the apostrophe, as small models and hurried people do ("docs dont say")
-    (r"\b(do|does|did|is|are|was|were|has|have|had|could|would|should|must)nt\b", r"\1 not"),
-    (r"\bi'm\b", "i am"),
-    (r"\bi'd\b", "i would"),
-    (r"\bi've\b", "i have"),
-    (r"\bit's\b", "it is"),
-    (r"\bthat's\b", "that is"),
-    (r"\bthere's\b", "there is"),
-    (r"\bi\.e\.", "that is,"),  # not a sentence end
-    (r"\be\.g\.", "for example,"),
-    (r"\bwhat's\b", "what is"),
-    (r"\b(\w+)'re\b", r"\1 are"),
-    (r"\b(\w+)'ll\b", r"\1 will"),
-]
-_CONTRACTED = [(re.compile(p), r) for p, r in _CONTRACTIONS]  # compiled once: prepare reads every answer
+    (r"\b(do|does|did|is|are|was|were|has|have|had|could|would|should|must)nt\b", r"\1 not",
+     ("nt", "dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "werent", "hasnt", "havent", "hadnt", "couldnt", "wouldnt",
+      "shouldnt", "mustnt")),
+    (r"\bi'm\b", "i am", ("i'm",)),
+    (r"\bi'd\b", "i would", ("i'd",)),
+    (r"\bi've\b", "i have", ("i've",)),
+    (r"\bit's\b", "it is", ("it's",)),
+    (r"\bthat's\b", "that is", ("that's",)),
+    (r"\bthere's\b", "there is", ("there's",)),
+    (r"\bi\.e\.", "that is,", ("i.e.",)),  # not a sentence end
+    (r"\be\.g\.", "for example,", ("e.g.",)),
+    (r"\bwhat's\b", "what is", ("what's",)),
+    (r"\b(\w+)'re\b", r"\1 are", ("'re",)),
+    (r"\b(\w+)'ll\b", r"\1 will", ("'ll",)),
+]  # fmt: skip
+_CONTRACTED = [(n[0], n[1:], re.compile(p), r) for p, r, n in _CONTRACTIONS]  # compiled once: every answer is read
 _MARKUP = re.compile(r"[`*_#>|{}\[\]\"]")
 _BLANKS = re.compile(r"[ \t]+")
 
@@ -197,96 +202,42 @@ _TURN = re.compile(
 )
 
 
-_FENCE = re.compile(r"```[a-z]*[ \t]*\n?(.*?)```", re.S)
-# Fields of a structured answer that describe it rather than say it.
-_METADATA = {
-    "confidence",
-    "score",
-    "probability",
-    "certainty",
-    "sources",
-    "source",
-    "citations",
-    "citation",
-    "ids",
-    "chunk_ids",
-    "references",
-    "passages",
-    "context_ids",
-    "doc_ids",
-    "id",
-    "model",
-    "version",
-    "latency",
-}
-
-
-def _flatten(obj: object, key: str = "") -> list[str]:
-    if isinstance(obj, dict):
-        return [x for k, v in obj.items() if str(k).lower() not in _METADATA for x in _flatten(v, str(k))]
-    if isinstance(obj, list):
-        return [x for v in obj for x in _flatten(v, key)]
-    if obj is None:
-        return ["null"]
-    if isinstance(obj, bool):
-        return [f"{key.replace('_', ' ')}: {'yes' if obj else 'no'}"]
-    return [str(obj)]
-
-
-def unwrap(text: str) -> str:
-    """An answer written as JSON (bare or in a code fence) read as what it says: the values of its fields, one
-    sentence each, metadata fields (confidence, sources, ids) left out; a Markdown table without its header row."""
-    import json
-
-    def read(block: str) -> str | None:
-        start, end = block.find("{"), block.rfind("}")
-        if start < 0 or end < start:
-            return None
-        try:
-            obj = json.loads(block[start : end + 1])
-        except ValueError:
-            return None
-        parts = [p.strip().rstrip(".") for p in _flatten(obj) if p.strip()]
-        return block[:start] + "".join(f"{p}. " for p in parts) + block[end + 1 :]
-
-    out = _FENCE.sub(lambda m: read(m.group(1)) or m.group(0), text)
-    out = (read(out) or out) if "{" in out else out
-    if re.match(r"\s*<\w+[^>]*>", out) and re.search(r"</\w+>\s*$|/>\s*$", out):  # an XML answer
-
-        def tag(m: re.Match[str]) -> str:  # <answer found="false"/> says "answer not found"
-            falsy = re.findall(r"(\w+)=\"(?:false|no|none|null)\"", m.group(0), flags=re.I)
-            return ". " + "".join(f"{m.group(1)} not {k}. " for k in falsy)
-
-        out = re.sub(r"<(\w+)[^>]*>|</\w+>", lambda m: tag(m) if m.group(1) else ". ", out)
-        out = re.sub(r"(?:\s*\.\s*){2,}", ". ", out).strip(" .") + "."
-    return _TABLE_HEADER.sub("", out)  # a Markdown table's header row names its columns: no claim
-
-
-_TABLE_HEADER = re.compile(r"^[ \t]*\|[^\n]*\|[ \t]*\n[ \t]*\|[ \t:|-]*-[ \t:|-]*\|[ \t]*$\n?", re.M)
-
-
 def prepare(text: str) -> str:
     """Lower-case, straight quotes, contractions expanded, markup and JSON punctuation turned into spaces."""
     t = unicodedata.normalize("NFKC", with_carets(text)).lower()  # "10\u207b\u00b3" as "10^-3", as facts read it
     t = t.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
     t = _MARKUP.sub(" ", t)
-    for pattern, repl in _CONTRACTED:
-        t = pattern.sub(repl, t)
-    return _BLANKS.sub(" ", t)
+    for needle, either, pattern, repl in _CONTRACTED:
+        if needle in t and (not either or any(n in t for n in either)):
+            t = pattern.sub(repl, t)
+    return _BLANKS.sub(" ", t) if "  " in t or "\t" in t else t
 
 
-def _parts(text: str) -> list[tuple[str, bool]]:
-    """(clause, continues): `continues` when the clause follows another part of the same sentence (after a
-    semicolon or a dash) without turning against it (but, however, so, ...)."""
+_SOFT_WRAP = re.compile(r"(?<=[^\s.!?:;|])[ \t]*\n(?![ \t]*(?:[-*+\u2022#|>]|\d+[.)]\s|\n))")
+_DECIMAL = re.compile(r"(?<=\d)\.(?=\d)")
+_BULLET = re.compile(r"^(?:[-+\u2022]|\d+[.)])\s+")
+_BULLET_START = "-+\u2022"
+_WORD = re.compile(r"\w")
+
+
+def _prepared_text(text: str) -> str:
     # a line break inside a sentence is a soft wrap; one after punctuation or before a list item or row ends a clause
-    text = re.sub(r"(?<=[^\s.!?:;|])[ \t]*\n(?![ \t]*(?:[-*+\u2022#|>]|\d+[.)]\s|\n))", " ", text)
-    t = re.sub(r"(?<=\d)\.(?=\d)", "\u2024", prepare(text))  # keep decimals and versions whole
+    t = prepare(_SOFT_WRAP.sub(" ", text) if "\n" in text else text)
+    return _DECIMAL.sub("\u2024", t) if "." in t else t  # decimals and versions kept whole
+
+
+def _parts(text: str, prepared: str | None = None) -> list[tuple[str, bool]]:
+    """(clause, continues): `continues` when the clause follows another part of the same sentence (after a
+    semicolon or a dash) without turning against it (but, however, so, ...). `prepared`: _prepared_text(text)."""
+    t = _prepared_text(text) if prepared is None else prepared
     out: list[tuple[str, bool]] = []
     for sentence in _SENTENCE.split(t):
         first = True
         for part in _PART.split(sentence):
-            part = re.sub(r"^(?:[-+\u2022]|\d+[.)])\s+", "", part.replace("\u2024", ".").strip(" ,.:"))
-            if part and re.search(r"\w", part):
+            part = part.replace("\u2024", ".").strip(" ,.:")
+            if part[:1] in _BULLET_START or part[:1].isdigit():
+                part = _BULLET.sub("", part)
+            if part and _WORD.search(part):
                 out.append((part, not first and not _TURN.search(part)))
                 first = False
     return out
@@ -297,16 +248,29 @@ def clauses(text: str) -> list[str]:
     return [c for c, _ in _parts(text)]
 
 
+# A word every refusal rule and the apology rule need (a negation, "unable", "unknown", "n/a", ...), bounded as the
+# rules bound it: a text without one has no refusing clause (clauses are its parts, cut at non-word characters).
+_MAY_REFUSE = re.compile(
+    r"\b(?:(?:not|no|never|none|neither|nor|without|nowhere|insufficient|lacks?|unable|impossible|unknown|unanswerable|"
+    r"undetermined|unspecified|unstated|undisclosed|outside|beyond|n/a|null|cannot)\b|nothing)"
+)
+
+
 _IN_CONDITION = re.compile(r"\b(?:if|when|whenever|unless)\b[^,;:]*$")
 _CONDITION = re.compile(r"^(?:and\s+|but\s+)?(?:if|when|whenever|unless|where|once)\b")
+
+
+@functools.lru_cache(maxsize=64)
+def _prepared(phrases: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(prepare(x).strip() for x in phrases)
 
 
 def refuses(clause: str, phrases: tuple[str, ...] = ()) -> bool:
     """Does this clause (prepared text) say that the source does not hold the answer? A condition ("if no encoding
     declaration is found, ...") is not a refusal."""
-    if any(p and p in clause for p in (prepare(x).strip() for x in phrases)):
+    if phrases and any(p and p in clause for p in _prepared(phrases)):
         return True
-    if _CONDITION.search(clause):
+    if _CONDITION.search(clause) or not _MAY_REFUSE.search(clause):
         return False
     if _APOLOGY.search(clause) and _NEGATION.search(clause):
         return True
@@ -378,4 +342,7 @@ def read_answer(answer: str, phrases: tuple[str, ...] = ()) -> list[Reading]:
 def is_refusal(answer: str, phrases: tuple[str, ...] = ()) -> bool:
     """Does any clause of the answer refuse? (Whether it also answers anyway is the verdict's question.) The clauses'
     refusal alone, as read_answer reads it, without the rest of each clause's reading."""
-    return any(refuses(c, phrases) for c, _ in _parts(answer))
+    t = _prepared_text(answer)
+    if not phrases and not _MAY_REFUSE.search(t):
+        return False
+    return any(refuses(c, phrases) for c, _ in _parts(answer, t))

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
+from ragpipe.reading.forms import unwrap
 from ragpipe.reading.premises import keys, sentences
-from ragpipe.reading.refusal import unwrap
 
 _MARKS = re.compile(r"\*\*|__|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)|`")
 _CITES = re.compile(

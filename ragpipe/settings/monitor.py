@@ -25,12 +25,14 @@ class MonitorSettings:
     window_days: int = 7  # a day's rates are judged against this many days before it
     min_traces: int = 30  # a day (or a window) with fewer traces is not judged
     sensor_interval_s: int = 60  # how often the traces sensor looks at traces_dir
+    workers: int = 0  # processes reading a large batch of new traces; 0: one per core, 1: none (all in-process)
 
     def versioned(self, root: Path) -> dict[str, Any]:
-        """What changes the stored rows (the sensor's interval does not); traces_dir relative to `root` when inside it,
+        """What changes the stored rows (the sensor's interval and the number of workers do not); traces_dir relative to `root` when inside it,
         so that the same project gives the same code version on every machine."""
         out = dataclasses.asdict(self)
         out.pop("sensor_interval_s")
+        out.pop("workers")
         if self.traces_dir is not None:
             folder = self.traces_dir.resolve()
             inside = folder.is_relative_to(root.resolve())
@@ -47,6 +49,8 @@ def read(value: Any, source: Path, resolve: Resolve) -> MonitorSettings:
     ms = dataclasses.replace(ms, traces_dir=resolve(folder) if folder.strip() else None)
     if ms.window_days < 1 or ms.min_traces < 1 or ms.sensor_interval_s < 1:
         raise SettingsError(f"{source}: [monitor].window_days, min_traces and sensor_interval_s must be at least 1")
+    if ms.workers < 0:
+        raise SettingsError(f"{source}: [monitor].workers must be 0 (one per core) or a number of processes")
     if not ms.pattern.strip():
         raise SettingsError(f"{source}: [monitor].pattern must be a glob such as '*.jsonl'")
     return ms
