@@ -5,7 +5,7 @@ realdocs questions, bench/monitor_traces.py), repeated with a fresh id and time 
 --days files. Each scenario runs in its own process (whole-process wall time and peak RSS):
 
 - ragpipe: `ingest_traces` into a fresh warehouse (parse and check each line, refusal, citation hit and trap readings,
-  the fields dropped, one transaction per file), then the rates judged;
+  the fields dropped: in one worker process per core; one transaction per block), then the rates judged;
 - again: the same call once more (nothing new: the no-op a sensor tick pays);
 - appended: one more file of 1 % of the traces;
 - baseline: DuckDB `read_json_auto` of the same files into a table (no readings, no checks): the floor of loading.
@@ -71,8 +71,10 @@ def child(mode: str, project: Path) -> None:
             judge(days(con), s.monitor.window_days, s.monitor.min_traces)
         n = got.traces
     wall = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"mode": mode, "traces": n, "seconds": round(wall, 2), "peak_rss_mb": round(peak)}))
+    me, workers = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = me.ru_utime + me.ru_stime + workers.ru_utime + workers.ru_stime
+    print(json.dumps({"mode": mode, "traces": n, "seconds": round(wall, 2), "peak_rss_mb": round(me.ru_maxrss / 1024),
+                      "worker_peak_rss_mb": round(workers.ru_maxrss / 1024), "cpu_seconds": round(cpu, 2)}))  # fmt: skip
 
 
 def run(mode: str, project: Path) -> dict:
@@ -82,7 +84,8 @@ def run(mode: str, project: Path) -> dict:
     res = json.loads(out.stdout.strip().splitlines()[-1])
     res["process_seconds"] = round(time.perf_counter() - t0, 2)
     print(f"{mode:<9} {res['traces']:>8} traces  {res['seconds']:>7.2f} s  {res['traces'] / max(res['seconds'], 1e-9):>9.0f}/s"
-          f"  process {res['process_seconds']:.2f} s  peak {res['peak_rss_mb']} MB", flush=True)  # fmt: skip
+          f"  process {res['process_seconds']:.2f} s  peak {res['peak_rss_mb']} MB"
+          f" (largest worker {res['worker_peak_rss_mb']} MB)  cpu {res['cpu_seconds']:.2f} s", flush=True)  # fmt: skip
     return res
 
 

@@ -19,6 +19,7 @@ from ragpipe.monitor.traces import TraceProblem, load_line
 from ragpipe.settings import Settings
 
 BLOCK_LINES = 20000  # lines read, judged and written per transaction
+BLOCK_BYTES = 64 * 2**20  # or fewer, when they reach this size (an OpenTelemetry export request may be megabytes)
 PENDING_LINES = 1000  # lines after which the spans of a trace still without its root span are given up
 HEAD = 65536  # bytes of a file's start whose hash tells a rewritten file from a grown one
 # A run with this many new bytes reads its blocks in worker processes (when [monitor].workers allows): starting two
@@ -179,10 +180,10 @@ def _rows(name: str, new: list[tuple[int, bytes, str]], seen: int, read: _Read, 
 
 
 def _read_file(path: Path, name: str, state: Any, lines: _Lines) -> Iterator[tuple[_Read, Any]]:
-    """The file's new traces in blocks of BLOCK_LINES lines (memory stays flat however long the file), each with its
-    rows, its problems and the file's state after it: where the next read starts (the first line of a trace whose
-    root span has not arrived, else the end of the block) and the lines whose traces are all stored. A last line
-    without its newline is still being written: the next run reads it."""
+    """The file's new traces in blocks of BLOCK_LINES lines or BLOCK_BYTES (memory stays flat however long the file),
+    each with its rows, its problems and the file's state after it: where the next read starts (the first line of a
+    trace whose root span has not arrived, else the end of the block) and the lines whose traces are all stored. A
+    last line without its newline is still being written: the next run reads it."""
     done_lines, offset, head = _resume(path, state[:3] if state else None)
     seen = (done_lines or 0) if done_lines is None or state[3] is None else state[3]
     read, n, pos = _Read(), done_lines or 0, offset
@@ -202,7 +203,7 @@ def _read_file(path: Path, name: str, state: Any, lines: _Lines) -> Iterator[tup
 
     with path.open("rb") as f:
         f.seek(offset)
-        in_block = 0
+        in_block, block_start = 0, offset
         for raw in f:
             if not raw.endswith(b"\n"):
                 break
@@ -215,9 +216,9 @@ def _read_file(path: Path, name: str, state: Any, lines: _Lines) -> Iterator[tup
                 else:
                     _otlp(raw, n, seen, read, [])
             in_block += 1
-            if in_block >= BLOCK_LINES:
+            if in_block >= BLOCK_LINES or pos - block_start >= BLOCK_BYTES:
                 yield block()
-                read, in_block = _Read(pending=read.pending), 0
+                read, in_block, block_start = _Read(pending=read.pending), 0, pos
     yield block()
 
 

@@ -3,18 +3,23 @@ worker that dies stops the run with what was read before stored."""
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, write_settings
+from faultkit import ragpipe_cli
 from monitorkit import ingest, rows, traces_settings
 from test_otel import CTX, App, otlp_line
 
 import ragpipe.monitor.ingest as ingest_module
 import ragpipe.monitor.rows as rows_module
 from ragpipe.monitor.rows import ReaderDied, RowPool
-from ragpipe.settings import Settings
+from ragpipe.settings import Settings, load_settings
 
 GOLDEN = ROOT / "bench" / "data" / "first_contact" / "realdocs3_golden.jsonl"
 RECORDED = sorted((ROOT / "tests" / "fixtures" / "traces").glob("*.jsonl"))
@@ -102,3 +107,91 @@ def test_a_reader_process_that_dies_stops_the_run_and_the_next_run_reads_on(
     again = ingest(s)
     assert (again.traces, again.repeated) == (200, 0)
     assert rows(s, "SELECT count(DISTINCT trace_id), max(line) FROM production_traces") == [(300, 300)]
+
+
+def test_a_block_ends_at_block_bytes_also_in_a_file_read_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines of megabytes (an OpenTelemetry export request) make blocks of a few lines: memory stays flat."""
+    s = settings(tmp_path, workers=1)
+    path = s.monitor.traces_dir / "day.jsonl"
+    first, then = RECORDED_LINES[:60], RECORDED_LINES[60:120]
+    path.write_bytes(b"".join(first))
+    limit = 10 * max(map(len, RECORDED_LINES[:120]))
+    monkeypatch.setattr(ingest_module, "BLOCK_BYTES", limit)
+
+    def cuts(lines: list[bytes]) -> list[int]:  # lines per block: a block ends at the line that takes it to the limit
+        out, size, count = [], 0, 0
+        for line in lines:
+            size, count = size + len(line), count + 1
+            if size >= limit:
+                out, size, count = [*out, count], 0, 0
+        return [*out, count] if count else out
+
+    real_write, blocks = ingest_module._write, []
+
+    def counted(con: Any, name: str, tables: Any, *rest: Any) -> None:
+        blocks.append(sum(t.num_rows for t in tables))
+        real_write(con, name, tables, *rest)
+
+    monkeypatch.setattr(ingest_module, "_write", counted)
+    assert ingest(s).traces == 60
+    assert blocks == cuts(first) and len(blocks) > 2
+    blocks.clear()
+    with path.open("ab") as f:
+        f.write(b"".join(then))
+    assert ingest(s).traces == 60  # from where the first run stopped, in blocks counted from there
+    assert blocks == cuts(then)
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        try:
+            stat = (Path("/proc") / entry / "stat").read_text()
+        except (OSError, ValueError):
+            continue
+        if entry.isdigit() and int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            out.append(int(entry))
+    return out
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's parent may never reap it)."""
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_ragpipe_monitor_killed_while_its_workers_read_leaves_none_behind_and_the_next_run_completes(
+    tmp_path: Path,
+) -> None:
+    """SIGKILL to the process alone, as the out-of-memory killer sends it: its workers exit by themselves, the
+    warehouse holds whole blocks (every stored trace is counted in its file's state), the next run reads the rest."""
+    sys.path.insert(0, str(ROOT))
+    from bench.monitor import make_traces
+
+    root = tmp_path / "project"
+    (root / "traces").mkdir(parents=True)
+    sections = {"warehouse": {"dir": "warehouse"}, "corpus": {"dir": "corpus"}, "golden": {"path": str(GOLDEN)},
+                "monitor": {"traces_dir": "traces", "workers": 2, "min_traces": 1}}  # fmt: skip
+    write_settings(root / "ragpipe.toml", sections)
+    make_traces(root / "traces", 40000, 4)  # 68 MB: read by the workers
+    run = ragpipe_cli(root, "monitor")
+    run.wait_for(r"traces so far", 300)  # a first block is stored
+    workers = children(run.p.pid)
+    assert len([w for w in workers if "ragpipe.monitor.rows" in (Path("/proc") / str(w) / "cmdline").read_text()]) == 2
+    os.kill(run.p.pid, signal.SIGKILL)
+    run.p.wait(30)
+    deadline = time.monotonic() + 20
+    while any(running(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [w for w in workers if running(w)] == []
+    s = load_settings(root / "ragpipe.toml")
+    stored, counted = rows(s, "SELECT (SELECT count(*) FROM production_traces), sum(lines_read) FROM trace_files")[0]
+    assert 0 < stored < 40000 and stored == counted
+    code, out = ragpipe_cli(root, "monitor").finish(600)
+    assert code == 0, out[-3000:]
+    assert rows(s, "SELECT count(DISTINCT trace_id), count(*) FROM production_traces") == [(40000, 40000)]
+    assert rows(s, "SELECT sum(lines_read) FROM trace_files") == [(40000,)]
