@@ -139,14 +139,17 @@ def digits(text: str) -> str:
     "forty-eight point seven million" -> "48.7 million"), with text2num; "million"/"billion" stay words."""
     from text_to_num import alpha2digit
 
-    protected = _LARGE.sub(
-        lambda m: (
-            f"scaleword{m.group(1).lower()}{m.group(2)}"
-            if m.group(1)
-            else f"{m.group(3)}scaleword{m.group(4).lower()}{m.group(5)}"
-        ),
-        text,
-    )
+    protected = text
+    low = text.lower()
+    if "illion" in low or "thousand" in low or not text.isascii():  # in ASCII, the only texts _LARGE can match
+        protected = _LARGE.sub(
+            lambda m: (
+                f"scaleword{m.group(1).lower()}{m.group(2)}"
+                if m.group(1)
+                else f"{m.group(3)}scaleword{m.group(4).lower()}{m.group(5)}"
+            ),
+            text,
+        )
     out = alpha2digit(protected, "en", threshold=0)
     if "scaleword" in out:
         out = _SCALEWORD.sub(r"\1", out)

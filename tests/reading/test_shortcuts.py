@@ -131,7 +131,8 @@ WORDS = (
     "unanswerable unspecified undisclosed outside beyond scope n/a null cannot can't cant won't wont dont doesn't isnt "
     "i'm it's that's there's i.e. e.g. what's they're we'll lack lacks insufficient information mention say says "
     "stated specified mentioned find found answer determine sorry unfortunately if when unless however but so "
-    "nothingness north note known twenty-five one second two and a half half an hour million thousand 10\u00b3 1.5"
+    "nothingness north note known twenty-five one second two and a half half an hour million thousand 10\u00b3 1.5 "
+    "m\u0131ll\u0131on B\u0130LLION"
 ).split()
 SEPARATORS = [" ", " ", " ", ", ", "; ", ". ", " - ", "\n", "\n- ", ": ", "  ", "\t", "'", '"', "**"]
 
