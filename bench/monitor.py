@@ -11,12 +11,14 @@ realdocs questions, bench/monitor_traces.py), repeated with a fresh id and time 
 - baseline: DuckDB `read_json_auto` of the same files into a table (no readings, no checks): the floor of loading.
 
     .venv/bin/python bench/monitor.py --traces 100000
+    .venv/bin/python bench/monitor.py --parts             # CPU per trace of each part of reading a line
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import gc
 import json
 import resource
 import subprocess
@@ -24,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -77,6 +80,44 @@ def child(mode: str, project: Path) -> None:
                       "worker_peak_rss_mb": round(workers.ru_maxrss / 1024), "cpu_seconds": round(cpu, 2)}))  # fmt: skip
 
 
+def parts() -> None:
+    """CPU per trace of each part of reading a line, one process, over the recorded traces repeated to 20,000 lines."""
+    from ragpipe.monitor.readings import citation_hit
+    from ragpipe.monitor.rows import _arrow, _row, _stored
+    from ragpipe.monitor.traces import load_line, trace_from
+    from ragpipe.reading import is_refusal
+    from ragpipe.settings.monitor import DEFAULT_DROP
+
+    with tempfile.TemporaryDirectory() as tmp:  # the benchmark's own lines: the recorded traces with an id and a time
+        make_traces(Path(tmp), 20000, 1)
+        raws = next(Path(tmp).iterdir()).read_bytes().splitlines()
+
+    def timed(name: str, fn: Any, items: Any, per: int = 1) -> list:
+        gc.disable()  # as in the workers, which read a chunk with the collector off
+        t0 = time.process_time()
+        out = [fn(x) for x in items]
+        spent = time.process_time() - t0
+        gc.enable()
+        print(f"{name:<42} {spent / (len(items) * per) * 1e6:6.1f} us a trace", flush=True)
+        return out
+
+    objs = timed("JSON", lambda b: load_line(b.decode()), raws)
+    traces = timed("fields checked (trace_from)", trace_from, objs)
+    timed("refusal (is_refusal)", lambda t: is_refusal(t.answer), traces)
+    said = [t for t in traces if not is_refusal(t.answer)]
+    timed(f"citation check ({len(said)} not refusals)", lambda t: citation_hit(t.answer, t.contexts), said)
+    timed("stored form (drop_fields, JSON)", lambda t: _stored(t, DEFAULT_DROP), traces)
+    from ragpipe.monitor.readings import TrapIndex
+    from ragpipe.monitor.rows import RowReader
+
+    reader = RowReader(TrapIndex({}), (), DEFAULT_DROP)
+    rows = timed("the whole row (_row)", lambda t: _row(t, "f", 1, reader), traces)
+    _arrow(rows[:10])  # pyarrow's first arrays start its memory pool and converters: 0.2 s once a process
+
+    timed("Arrow table (in blocks of 1,000 rows)", lambda i: _arrow(rows[i : i + 1000]), range(0, 20000, 1000), 1000)
+    print(f"refusals: {len(traces) - len(said)} of {len(traces)}")
+
+
 def run(mode: str, project: Path) -> dict:
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, __file__, "--child", mode, "--project", str(project)], check=True,
@@ -95,7 +136,10 @@ def main() -> None:
     ap.add_argument("--days", type=int, default=20)
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--project", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--parts", action="store_true", help="CPU per trace of each part of the reading, one process")
     args = ap.parse_args()
+    if args.parts:
+        return parts()
     if args.child:
         return child(args.child, args.project)
     with tempfile.TemporaryDirectory(prefix="ragpipe-monitor-bench-") as tmp:
