@@ -1,9 +1,12 @@
 """Kills at random points, many of them: `ragpipe ci` (and `ragpipe ci --multiprocess`) after a chunker change,
 SIGKILLed with its process group at points drawn from its own output (tests/killkit.py, seeded: the seed is printed,
 and `--seed` replays a run), then run again; each point must end with the documents, chunks, vectors (DuckDB and
-LanceDB) and verdicts of the same change never killed, and no temporary file or process left.
+LanceDB) and verdicts of the same change never killed, and no temporary file or process left. And `ragpipe monitor`
+reading 60,000 traces in two worker processes, killed while it reads (its process group, or the process alone as the
+out-of-memory killer kills): the same traces, problems and file states as a run never killed, no worker left running.
 
     .venv/bin/python bench/kills.py --points 50 --seed 7
+    .venv/bin/python bench/kills.py --points 50 --seed 7 --modes monitor
 """
 
 from __future__ import annotations
@@ -22,11 +25,36 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from bench._common import RESULTS, machine, write_json  # noqa: E402
 
 
+def monitor_kills(tmp: Path, seed: int, n: int, traces: int) -> dict:
+    """`ragpipe monitor` over `traces` traces read by two worker processes, SIGKILLed at points drawn from its
+    reading progress, its process group and the process alone in turn, then run again."""
+    from killkit import monitor_base, monitor_kill_and_complete, monitor_points, monitor_reference, monitor_state
+
+    base = monitor_base(tmp / "monitor-base", traces)
+    progress, expected = monitor_reference(base, tmp / "monitor-reference")
+    rows = []
+    for i, point in enumerate(monitor_points(seed, n, progress)):
+        t0, dest, group = time.perf_counter(), tmp / "monitor-kill", i % 2 == 0
+        landed, orphans = monitor_kill_and_complete(base, dest, point, group)
+        differ = [k for k, v in monitor_state(dest).items() if v != expected[k]]
+        rows.append({"point": str(point), "group": group, "landed": landed, "differ": differ, "orphans": orphans,
+                     "seconds": round(time.perf_counter() - t0, 1)})  # fmt: skip
+        ok = "ok" if not differ and not orphans else f"DIFFER {differ} ORPHANS {orphans}"
+        print(f"monitor {i + 1:>3}/{n} {point!s:<22} {'group' if group else 'alone':<6} {ok}", flush=True)
+        shutil.rmtree(dest)
+    bad = [r for r in rows if r["differ"] or r["orphans"]]
+    print(f"monitor: {len(rows)} kill points over {len(progress)} progress lines, {len(bad)} ended differently from the "
+          f"run never killed or left a worker running", flush=True)  # fmt: skip
+    return {"traces": traces, "progress_lines": len(progress), "landed": sum(r["landed"] for r in rows),
+            "bad": len(bad), "rows": rows}  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--points", type=int, default=50, help="kill points per mode (default 50)")
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100000)
-    ap.add_argument("--modes", default="ci,ci --multiprocess")
+    ap.add_argument("--modes", default="ci,ci --multiprocess,monitor")
+    ap.add_argument("--traces", type=int, default=60000, help="traces the monitor mode reads (default 60,000)")
     args = ap.parse_args()
     import conftest  # noqa: F401  (the offline environment, as the suite has it)
     from killkit import kill_and_complete, lance, leftovers, points, rechunk, reference_run, state
@@ -43,8 +71,12 @@ def main() -> None:
                 path.mkdir()
                 return path
 
-        base = evaluated_base(Factory())
-        for mode in args.modes.split(","):
+        modes = args.modes.split(",")
+        base = evaluated_base(Factory()) if any(m != "monitor" for m in modes) else Path(tmp)
+        for mode in modes:
+            if mode == "monitor":
+                report["modes"][mode] = monitor_kills(Path(tmp), args.seed, args.points, args.traces)
+                continue
             argv = tuple(mode.split())
             ref, lines, expected = reference_run(base, Path(tmp) / f"ref-{len(report['modes'])}", rechunk, argv)
             rows = []

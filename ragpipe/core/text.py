@@ -39,6 +39,8 @@ FOLD = str.maketrans(
 
 def fold(text: str) -> str:
     """Curly quotes, backticks, typographic dashes and odd spaces as their plain forms (same length)."""
+    if text.isascii() and "`" not in text:  # the only ASCII character folded
+        return text
     return text.translate(FOLD)
 
 
@@ -52,13 +54,15 @@ def collapse_whitespace(text: str) -> str:
 
 _BRACKETS = re.compile(r"[\"'`*_()\[\]{}]")
 _STOPS = re.compile(r"(?<!\d)[.,;:!?](?!\d)")
+_STOPS_AS_SPACES = str.maketrans(dict.fromkeys(".,;:!?", " "))
+_DIGIT = re.compile(r"\d")
 
 
 def normalize_text(text: str) -> str:
     """Lower-case, unify quotes and dashes, drop punctuation that does not change meaning, collapse spaces."""
     t = fold(unicodedata.normalize("NFKC", text).lower())
     t = _BRACKETS.sub(" ", t)
-    t = _STOPS.sub(" ", t)
+    t = _STOPS.sub(" ", t) if _DIGIT.search(t) else t.translate(_STOPS_AS_SPACES)  # no digit: every stop goes
     return " ".join(t.split())
 
 

@@ -10,6 +10,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii
 from typing import Any, Iterator
 
 from ragpipe.core import RagpipeError
@@ -47,6 +48,13 @@ class Chunk:
     otlp: list[int] = field(default_factory=list)
 
 
+_str = encode_basestring_ascii  # a string as json.dumps writes it (ensure_ascii)
+
+
+def _opt(value: str | None) -> str:
+    return "null" if value is None else _str(value)
+
+
 _EXTRA = json.JSONEncoder(sort_keys=True, default=str)  # json.dumps(..., sort_keys=True, default=str), made once
 
 
@@ -64,14 +72,16 @@ def _stored(trace: Trace, names: tuple[str, ...]) -> dict[str, Any]:
     """The trace's fields as stored: a field named in drop_fields (by any of its names) is None."""
     dropped, keys = _dropping(names)
     pairs = zip(trace.contexts, trace.sources)
-    if keys == ("text", "source"):
-        contexts: list[dict[str, Any]] = [{"text": t, "source": s} for t, s in pairs]
+    if "contexts" in dropped:
+        contexts = None
+    elif keys == ("text", "source"):  # json.dumps of [{"text": t, "source": s}, ...], written out: the same text
+        contexts = "[" + ", ".join(f'{{"text": {_str(t)}, "source": {_opt(s)}}}' for t, s in pairs) + "]"
     else:
-        contexts = [{k: v for k, v in (("text", t), ("source", s)) if k in keys} for t, s in pairs]
+        contexts = json.dumps([{k: v for k, v in (("text", t), ("source", s)) if k in keys} for t, s in pairs])
     return {
         "question": None if "question" in dropped else trace.question,
         "answer": None if "answer" in dropped else trace.answer,
-        "contexts": None if "contexts" in dropped else json.dumps(contexts),
+        "contexts": contexts,
         "app_version": None if "app_version" in dropped else trace.app_version,
         "extra": _EXTRA.encode(drop(trace.extra, names)) if trace.extra else None,
     }

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from conftest import ROOT, write_settings
 from faultkit import ragpipe_cli
+from killkit import children, running
 from monitorkit import ingest, rows, traces_settings
 from test_otel import CTX, App, otlp_line
 
@@ -142,26 +143,6 @@ def test_a_block_ends_at_block_bytes_also_in_a_file_read_before(
         f.write(b"".join(then))
     assert ingest(s).traces == 60  # from where the first run stopped, in blocks counted from there
     assert blocks == cuts(then)
-
-
-def children(pid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        try:
-            stat = (Path("/proc") / entry / "stat").read_text()
-        except (OSError, ValueError):
-            continue
-        if entry.isdigit() and int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            out.append(int(entry))
-    return out
-
-
-def running(pid: int) -> bool:
-    """Alive and not a zombie (an orphan's parent may never reap it)."""
-    try:
-        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_ragpipe_monitor_killed_while_its_workers_read_leaves_none_behind_and_the_next_run_completes(

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragpipe.core import normalize_text
+from ragpipe.core.text import FOLD, fold
 from ragpipe.reading import content_words, is_refusal
 from ragpipe.reading import match as M
 from ragpipe.reading import refusal as R
@@ -65,6 +66,13 @@ def reference_is_refusal(answer: str) -> bool:
     return any(reference_refuses(c) for c in clauses if c and re.search(r"\w", c))
 
 
+def reference_normalize(text: str) -> str:
+    t = unicodedata.normalize("NFKC", text).lower().translate(FOLD)
+    t = re.sub(r"[\"'`*_()\[\]{}]", " ", t)
+    t = re.sub(r"(?<!\d)[.,;:!?](?!\d)", " ", t)
+    return " ".join(t.split())
+
+
 def reference_digits(text: str) -> str:
     from text_to_num import alpha2digit
 
@@ -93,6 +101,8 @@ def test_every_recorded_text_reads_as_the_grammar_without_shortcuts_reads_it() -
         assert R.prepare(text) == reference_prepare(text), text
         assert is_refusal(text) == reference_is_refusal(text), text
         assert M.digits(text) == reference_digits(text), text
+        assert normalize_text(text) == reference_normalize(text), text
+        assert fold(text) == text.translate(FOLD), text
 
 
 def test_a_clause_any_refusal_rule_matches_holds_a_word_the_shortcut_looks_for() -> None:
@@ -132,7 +142,7 @@ WORDS = (
     "i'm it's that's there's i.e. e.g. what's they're we'll lack lacks insufficient information mention say says "
     "stated specified mentioned find found answer determine sorry unfortunately if when unless however but so "
     "nothingness north note known twenty-five one second two and a half half an hour million thousand 10\u00b3 1.5 "
-    "m\u0131ll\u0131on B\u0130LLION"
+    "m\u0131ll\u0131on B\u0130LLION \u2019s `x` \u2014 3.5! 12,000; 7:30 \u0663.\u0664 \uff11."
 ).split()
 SEPARATORS = [" ", " ", " ", ", ", "; ", ". ", " - ", "\n", "\n- ", ": ", "  ", "\t", "'", '"', "**"]
 
@@ -145,6 +155,8 @@ def test_property_generated_answers_read_as_without_shortcuts(parts: list[tuple[
         assert R.prepare(variant) == reference_prepare(variant)
         assert is_refusal(variant) == reference_is_refusal(variant)
         assert M.digits(variant) == reference_digits(variant)
+        assert normalize_text(variant) == reference_normalize(variant)
+        assert fold(variant) == variant.translate(FOLD)
         assert content_words(variant) == {
             w if re.search(r"\d", w) else w[:5]
             for w in re.findall(r"[a-z0-9][a-z0-9.\-]*[a-z0-9]|[a-z0-9]", normalize_text(reference_digits(variant)))
