@@ -289,8 +289,9 @@ class _Writer:
         self.result.new_problems += len(problems)
         self.result.not_questions += read.not_questions
         self.per_file[name] = self.per_file.get(name, 0) + self.result.traces - before
+        bad = f", {len(problems)} bad line{'s' if len(problems) > 1 else ''} in this block" if problems else ""
         spans = f", {waiting} OpenTelemetry traces waiting for their root span" if waiting else ""
-        self.log(f"{name}: {self.per_file[name]} traces so far{spans}")
+        self.log(f"{name}: {self.per_file[name]} traces so far{bad}{spans}")
 
     def close(self) -> None:
         try:

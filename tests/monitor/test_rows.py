@@ -176,3 +176,17 @@ def test_ragpipe_monitor_killed_while_its_workers_read_leaves_none_behind_and_th
     assert code == 0, out[-3000:]
     assert rows(s, "SELECT count(DISTINCT trace_id), count(*) FROM production_traces") == [(40000, 40000)]
     assert rows(s, "SELECT sum(lines_read) FROM trace_files") == [(40000,)]
+
+
+def test_each_stored_block_is_logged_with_its_file_traces_and_bad_lines(tmp_path: Path) -> None:
+    from ragpipe.monitor import ingest_traces
+    from ragpipe.warehouse import connect
+
+    s = settings(tmp_path, workers=1)
+    (s.monitor.traces_dir / "day.jsonl").write_bytes(b"".join(RECORDED_LINES[:2]) + b"{oops\n" + RECORDED_LINES[2])
+    (s.monitor.traces_dir / "more.jsonl").write_bytes(b"{oops\n[]\n")
+    logged: list[str] = []
+    with connect(s.duckdb_path) as con:
+        ingest_traces(s, con, log=logged.append)
+    assert logged == ["day.jsonl: 3 traces so far, 1 bad line in this block",
+                      "more.jsonl: 0 traces so far, 2 bad lines in this block"]  # fmt: skip
