@@ -72,8 +72,9 @@ def add_parsers(sub: Any) -> None:
         help="read the app's new production traces ([monitor].traces_dir) and judge the rates per day",
         description="Reads the new lines of the app's JSON Lines traces into the warehouse (production_traces; each "
         "line once, bad lines named with file and line, [monitor].drop_fields never stored; OpenTelemetry spans as OTLP "
-        "JSON lines too, one trace per answered question), then prints the refusal, "
-        "citation hit and correction rates per day and whether the latest day left its recent interval. "
+        "JSON lines too, one trace per answered question; 16 MiB of new lines or more are read on every core, "
+        "[monitor].workers), then prints the refusal, citation hit and correction rates per day and whether the "
+        "latest day left its recent interval. A run stopped half-way keeps what it stored; the next run goes on. "
         "docs/monitoring.md has the trace format.",
         epilog="exit codes: 0 ok, 1 with --gate when a rate is out of its recent interval, 2 settings or input error",
     )
