@@ -134,23 +134,26 @@ _AND_A_HALF = re.compile(r"\b(\d+)\s+and\s+a\s+half\b")
 _HALF_A = re.compile(r"\bhalf\s+an?\s+(million|billion|hour|minute|day|year)\b")
 
 
+def protect_scales(text: str) -> str:
+    """ "million", "billion", "trillion" (and "thousand" after a number) hidden from text2num, which would multiply."""
+    return _LARGE.sub(
+        lambda m: (
+            f"scaleword{m.group(1).lower()}{m.group(2)}"
+            if m.group(1)
+            else f"{m.group(3)}scaleword{m.group(4).lower()}{m.group(5)}"
+        ),
+        text,
+    )
+
+
 def digits(text: str) -> str:
     """Numbers written in words as digits ("twenty-five" -> "25", "five seconds" -> "5 seconds", "second" -> "2nd",
     "forty-eight point seven million" -> "48.7 million"), with text2num; "million"/"billion" stay words."""
     from text_to_num import alpha2digit
 
-    protected = text
     low = text.lower()
-    if "illion" in low or "thousand" in low or not text.isascii():  # in ASCII, the only texts _LARGE can match
-        protected = _LARGE.sub(
-            lambda m: (
-                f"scaleword{m.group(1).lower()}{m.group(2)}"
-                if m.group(1)
-                else f"{m.group(3)}scaleword{m.group(4).lower()}{m.group(5)}"
-            ),
-            text,
-        )
-    out = alpha2digit(protected, "en", threshold=0)
+    may_scale = "illion" in low or "thousand" in low or not text.isascii()  # in ASCII, the only texts _LARGE matches
+    out = alpha2digit(protect_scales(text) if may_scale else text, "en", threshold=0)
     if "scaleword" in out:
         out = _SCALEWORD.sub(r"\1", out)
     if "2nd" in out:  # "one second" comes back as "1 2nd": after a number, "2nd" was the unit
