@@ -49,9 +49,9 @@ _EXPORTS = {
     ],
     "notation": ["with_carets", "notations"],
     "premises": ["premise", "sentences", "keys"],
-    "statements": ["claims_of", "framing", "plain"],
+    "statements": ["claims_of", "framing", "plain", "signed_from"],
     "entailment": ["Entailment", "entail", "available", "reader"],
-    "units": ["Measure", "measures", "wrong_unit", "conversions", "states_converted"],
+    "units": ["Measure", "measures", "wrong_unit", "conversions", "states_converted", "foreign_unit"],
     "synth": ["Example", "examples"],
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

