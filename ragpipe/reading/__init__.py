@@ -27,6 +27,7 @@ _EXPORTS = {
         "grounds",
         "guesses",
         "in_clause",
+        "is_identifier",
         "names_in",
         "outside",
         "proposes",

@@ -72,6 +72,15 @@ def _opens_as_word(tok: Any) -> bool:
     return tok.lower_ in _INTERJECTIONS or tok.lower_ in _english_words()
 
 
+# letters, then digits: a name ("IA-64", "MP3", "x86", "s390x"); not a version ("v1.36"), a pointer ("P0"), a quarter
+# ("Q3"), a fiscal year ("FY2023") or an ordinal ("late-19th")
+_IDENTIFIER = re.compile(r"(?!FY)(?:[A-Za-z]{2,}|[a-z](?=\d\d))[-_]?\d+[A-Za-z\d]*")
+
+
+def is_identifier(text: str) -> bool:
+    return _IDENTIFIER.fullmatch(text) is not None and re.search(r"\d(?:st|nd|rd|th)$", text) is None
+
+
 _CITE_RUN = re.compile(r"(?:\[\d{1,3}(?:\s*[,\u2013-]\s*\d{1,3})*\])+")  # "[1][2]", "[1, 3]": pointers at the context
 
 
@@ -184,6 +193,8 @@ def grounded(fact: Fact, g: Grounds) -> bool:
         code = " ".join(fact.text.lower().split()).strip(".")
         pieces = [p for p in re.split(r"[\s=(),\[\]{}'\"]+", code) if len(p) > 2 or p.isdigit()]
         return code in g.text or bool(pieces) and all(_as_written(p, g) for p in pieces)
+    if fact.kind == "number" and is_identifier(fact.text):  # "IA-64" is a name: as written, not by its 64
+        return grounded(Fact(fact.text, "code", fact.start, fact.end), g)
     if fact.kind == "number":
         sci = notations(fact.text)
         if sci and sci[0][:2] == (0, len(fact.text)):  # the whole fact is one value in scientific notation

@@ -14,6 +14,7 @@ from ragpipe.reading import (
     digits,
     facts,
     in_clause,
+    is_identifier,
     names_in,
     numbers,
     opposed,
@@ -299,6 +300,8 @@ def second_value(
         if said_there(answer, r.clause, passages):
             continue
         for f in facts(answer):
+            if is_identifier(f.text):
+                continue  # "IA-64", "x86", "s390x" name a thing; they are no value for what was asked
             value = set(numbers(digits(f.text)))
             listed = table_row(answer, f.start) or any(a <= f.start < b for a, b in fences)  # a row, or code
             if f.kind == "number" and in_clause(f.text, r.clause) and value and not (value & known or listed):

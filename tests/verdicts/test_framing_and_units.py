@@ -112,7 +112,10 @@ def test_a_unit_after_the_expected_number_must_be_the_expected_or_the_retrieved_
 
 def test_foreign_unit_reads_the_number_s_own_unit_and_its_sentence() -> None:
     source = "The default value is 17 which is the minimum necessary. The buffer size in bytes is 256."
-    assert foreign_unit("17 bits", "17 digits (save_precision default)", "How many digits?", source) == ("17 bits", True)
+    assert foreign_unit("17 bits", "17 digits (save_precision default)", "How many digits?", source) == (
+        "17 bits",
+        True,
+    )
     assert foreign_unit("17 significant digits", "17 digits", "How many digits?", source) is None
     assert foreign_unit("256 bytes", "256", "How big is the buffer?", source) is None  # named in its sentence
     assert foreign_unit("17 bytes", "17", "What is the default?", source) == ("17 bytes", False)  # not in its sentence
