@@ -24,6 +24,12 @@ _META = content_words(  # content_words keeps 5 letters: "passage" covers "passa
     "doc reference documentation manual changelog readme guide section page pages chunk snippet material"
 )
 _CODE = re.compile(r"`([^`\n]+)`")
+# code written without backticks: an option ("--codename", "-c"), an identifier joined by "_", ".", "::", "/" or "="
+# ("graphical.target", "lsb_release", "DEB_BUILD_MAINT_OPTIONS=optimize=-lto"), a call ("Exponential(mu)")
+_BARE_CODE = re.compile(
+    r"(?<![\w`-])(?:--?[A-Za-z][\w-]*|[A-Za-z_]\w*\([^()\s]*\)|"
+    r"[A-Za-z_]\w*(?:(?:_|::|=|/)[\w=-]+|\.[A-Za-z_]\w+)+(?:\(\S*?\))?)(?![\w`])"
+)
 # counts written as words ("in two places", "three options") describe the answer more often than they state a fact
 _SMALL_COUNTS = set("one two three four five six seven eight nine ten both".split())
 _SAYING = ("say", "said", "state", "note", "mention", "explain", "read", "write", "wrote", "describ", "list", "warn")
@@ -159,6 +165,15 @@ def facts(answer: str) -> tuple[Fact, ...]:
     the source; a number that is not a reference like "Passage 1" or "[2]"); "Bismarck died on 30 July 1898" gives
     Bismarck, 30, July, 1898."""
     out = [Fact(m.group(1), "code", m.start(1), m.end(1)) for m in _CODE.finditer(answer) if m.group(1).strip()]
+    fenced = [m.span() for m in re.finditer(r"```.*?(?:```|$)", answer, re.S)]  # an example, as before
+    out += [
+        Fact(m.group(), "code", m.start(), m.end())
+        for m in _BARE_CODE.finditer(answer)
+        if not any(f.start <= m.start() < f.end for f in out)
+        and not any(a <= m.start() < b for a, b in fenced)
+        and not re.fullmatch(r"[A-Za-z]+(?:/[A-Za-z]+)+", m.group())  # "and/or", "input/output" are words
+        and not re.match(r"[\"']?\s*:", answer[m.end() : m.end() + 3])  # a key of JSON, YAML or a "key: value" line
+    ]
     doc = parse(answer)
     out += [Fact(m.group(), "cite", m.start(), m.end()) for m in _CITE_RUN.finditer(doc.text)]
     out += [  # a value in scientific notation is one number ("2.5 x 10^-3"), not three
@@ -192,7 +207,11 @@ def grounded(fact: Fact, g: Grounds) -> bool:
         # "httpx", "client" and "cert" apart.
         code = " ".join(fact.text.lower().split()).strip(".")
         pieces = [p for p in re.split(r"[\s=(),\[\]{}'\"]+", code) if len(p) > 2 or p.isdigit()]
-        return code in g.text or bool(pieces) and all(_as_written(p, g) for p in pieces)
+        # a PDF's text often shows an underscore as a space ("ps tm lim" for ps_tm_lim): either is as written
+        if _spaced(code) in _spaced(g.text) or bool(pieces) and all(_as_written(p, g) for p in pieces):
+            return True
+        # a long path or URL that a PDF's text breaks with spaces ("keyring.debian.org/ replacing keys.html")
+        return len(code) >= 12 and bool(re.search(r"[/.]", code)) and _squeezed(code) in _squeezed(g.text)
     if fact.kind == "number" and is_identifier(fact.text):  # "IA-64" is a name: as written, not by its 64
         return grounded(Fact(fact.text, "code", fact.start, fact.end), g)
     if fact.kind == "number":
@@ -210,11 +229,21 @@ def grounded(fact: Fact, g: Grounds) -> bool:
     return _key(fact.text) in g.words or _key(name) in g.words or _acronym_of(name, g)
 
 
+def _squeezed(text: str) -> str:
+    return re.sub(r"[\s_]+", "", text)
+
+
+def _spaced(text: str) -> str:
+    return text.replace("_", " ") if "_" in text else text
+
+
 def _as_written(piece: str, g: Grounds) -> bool:
-    """A piece of code in the retrieved text as written (word-bounded), or a number the text holds."""
+    """A piece of code in the retrieved text as written (word-bounded, an underscore read as a space too), or a
+    number the text holds."""
     if re.fullmatch(r"\d+(?:\.\d+)?", piece):
         return float(piece) in g.values
-    return re.search(r"(?<!\w)" + re.escape(piece) + r"(?!\w)", g.text) is not None  # "threading.stack_size"
+    bounded = r"(?<!\w)" + re.escape(_spaced(piece)) + r"(?!\w)"  # "threading.stack_size"
+    return re.search(bounded, _spaced(g.text)) is not None
 
 
 def _acronym_of(name: str, g: Grounds) -> bool:

@@ -150,7 +150,8 @@ _BASED_ON = re.compile(r"\b(?:based\s+on|going\s+by|from\s+what)\b")
 # refusal it introduces an answer from outside the context, whatever follows.
 _OWN_KNOWLEDGE = re.compile(
     r"\b(?:(?:general|common|background|prior|outside|world|my\s+own|my|own)\s+knowledge|"
-    r"(?:from|in)\s+(?:my\s+)?(?:own\s+)?(?:general\s+|past\s+)?experience|from\s+(?:what\s+)?(?:i|we)\s+"
+    r"(?:from|in)\s+(?:my\s+)?(?:own\s+)?(?:general\s+|past\s+)?experience|"
+    r"(?:from|by|in)\s+general\s+(?:\w+\s+)?(?:practice|convention|usage)|from\s+(?:what\s+)?(?:i|we)\s+"
     r"(?:remember|recall|know)|(?:i|we)\s+(?:remember|recall)|as\s+far\s+as\s+(?:i|we)\s+know|from\s+memory|"
     r"(?:outside|beyond)\s+(?:of\s+)?(?:the|these|this)\s+(?:documents?|context|passages?|sources?|text)|"
     r"historically|in\s+general|generally\s+speaking|it\s+is\s+(?:well|widely|commonly)\s+known|"

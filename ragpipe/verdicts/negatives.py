@@ -101,9 +101,10 @@ def _placed_elsewhere(clause: str, question: str) -> bool:
     return _OTHER.search(clause) is not None
 
 
-# a hedge on a yes or no: "not stated directly, but probably yes, it saves the workspace" answers a yes/no question
+# a hedge on a yes or no: "not stated directly, but probably yes, it saves the workspace", "Probably not." answer a
+# yes/no question
 _HEDGED_YES_NO = re.compile(
-    r"\b(?:probably|prob|likely|presumably|perhaps|possibly|maybe|i\s+(?:think|guess|believe))\s+(?:yes|no)(?=\s*[,.;:!]|\s*$)"
+    r"\b(?:probably|prob|likely|presumably|perhaps|possibly|maybe|i\s+(?:think|guess|believe))\s+(?:yes|no|not)(?=\s*[,.;:!]|\s*$)"
 )
 
 

@@ -215,6 +215,28 @@ def core(expected: str, question: str) -> float | None:
     return next(iter(values)) if len(values) == 1 else None
 
 
+# where an expected answer's own value ends and what it adds about the value begins: a parenthesis, "i.e."
+_ADDS = re.compile(r"\s*(?:\(|,?\s+i\.e\.[,\s])")  # not a semicolon: "X; Y" may answer two things
+
+
+def heads(expected: str) -> list[str]:
+    """The value an expected answer gives before what it adds about it, and a one-word alternative name it gives in
+    parentheses: "1000 entries (can be overridden by OCTAVE_HISTSIZE)" -> ["1000 entries"]; "Approximate minimum degree
+    (GLP_ORD_AMD)" -> ["Approximate minimum degree", "GLP_ORD_AMD"]. A bare yes or no, a head of more than six words,
+    or an expected answer with a second part after a semicolon has none: []."""
+    m = _ADDS.search(expected)
+    if not m or re.search(r";(?![^()]*\))", expected):  # "X (...); Y" answers two things: X is not all of it
+        return []
+    head = expected[: m.start()].strip(" ,.;:")
+    if not head or len(head.split()) > 6 or head.lower() in ("yes", "no"):
+        return []
+    out = [head]
+    inside = re.match(r"\(\s*([^()\s]+)\s*\)\s*$", expected[m.start() :].strip())
+    if inside and not re.fullmatch(r"[\d.,]+", inside.group(1)):
+        out.append(inside.group(1))
+    return out
+
+
 def states_core(answer: str, expected: str, question: str) -> bool:
     """The answer gives exactly that quantity and no other: "500 men.", "Five hundred." answer it whole."""
     value = core(expected, question)

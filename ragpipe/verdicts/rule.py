@@ -29,6 +29,7 @@ from ragpipe.reading import (
     Match,
     Reading,
     answer_matches,
+    claims_of,
     content_words,
     conversions,
     digits,
@@ -53,6 +54,7 @@ from ragpipe.verdicts.positives import (
     concludes_otherwise,
     disowned,
     first_code,
+    heads,
     needs_whole,
     opposed_claim,
     rival_first,
@@ -62,7 +64,10 @@ from ragpipe.verdicts.positives import (
     whole,
 )
 
-IMPL_VERSION = "7"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
+IMPL_VERSION = "8"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
+# 8: framing (a letter's closing, an offer of help) is no claim; a sentence's capital is no name; code written without
+#    backticks is a fact; a hedge inside a refusing clause; a unit added to the expected number; an expected
+#    answer's value before what it adds about it, for a terse answer.
 # 7: claims beside the value read by the entailment reader (contradicted: fail; not in the context: needs_review);
 #    units as dimensions (the expected number in another unit fails, a conversion beside the value is computed).
 # 6: beside the right value, a number or name taken from another statement of the retrieved text, code giving a
@@ -333,6 +338,15 @@ def _positive(
     if not m.matched and states_core(text, expected, question):  # "500 men." where the span tells more around it
         m = Match(True, "core")
         stating = [i for i, r in enumerate(readings) if states_core(r.clause, expected, question)]
+    # "1000" for "1000 entries (can be overridden by ...)", when the answer says nothing the expected answer, the
+    # question and the framing do not: a terse answer gives the value; one that says more is for a reviewer
+    terse = not content_words(" ".join(claims_of(text))) - content_words(f"{expected} {question}")
+    for head in heads(expected) if not m.matched and terse else []:
+        symbols = re.search(r"[^\w\s]", head) is not None  # "~bpoNuX" is not "+bpoNuX": code is read as written
+        if answer_matches(text, head, question).matched and (not symbols or head.lower() in text.lower()):
+            m = Match(True, "head")
+            stating = [i for i, r in enumerate(readings) if answer_matches(r.clause, head, question).matched]
+            break
     if m.matched and (not stating or any(not readings[i].hedge and not readings[i].refusal for i in stating)):
         if (
             m.how == "words"

@@ -136,3 +136,64 @@ def test_the_signature_starts_at_the_closing() -> None:
     assert signed_from(["the manual does not say", "kind regards, support"]) == 1
     assert signed_from(["best, the docs team"]) == 0
     assert signed_from(["the best option is -p", "regards are sent to the maintainer"]) == 2
+
+
+HISTORY = _positive(
+    "How many entries does the history keep by default?",
+    "1000 entries (can be overridden by OCTAVE_HISTSIZE)",
+    "The history keeps 1000 entries by default; OCTAVE_HISTSIZE overrides it.",
+)
+ORDERING = _positive(
+    "Which ordering algorithm does glp_interior use by default?",
+    "Approximate minimum degree (GLP_ORD_AMD)",
+    "ord_alg (default: GLP_ORD_AMD) selects the ordering: GLP_ORD_AMD, approximate minimum degree.",
+)
+TWO_PARTS = _positive(
+    "In what units are pairs given, and what is the default line width?",
+    "PostScript big points (1 bp = 1/72 inch); default line width 0.5bp",
+    "Pairs are in PostScript big points, 1 bp = 1/72 inch. The default line width is 0.5bp.",
+)
+
+
+@pytest.mark.parametrize(
+    ("case", "answer", "expected"),
+    [
+        (HISTORY, "1000", "pass"),  # the value the expected answer gives before what it adds
+        (HISTORY, "one thousand entries", "pass"),
+        (HISTORY, "1000, which is also the most it allows", "needs_review"),  # says more: read whole
+        (HISTORY, "100", "fail"),
+        (ORDERING, "GLP_ORD_AMD", "pass"),  # the one-word alternative name in parentheses
+        (ORDERING, "Approximate minimum degree.", "pass"),
+        (TWO_PARTS, "PostScript big points", "needs_review"),  # a second part after a semicolon is not given
+    ],
+)
+def test_an_expected_answer_s_value_before_what_it_adds_is_stated_by_a_terse_answer(
+    case: tuple[GoldenTest, str], answer: str, expected: str
+) -> None:
+    assert _verdict(case, answer)[0] == expected
+
+
+DEBIAN = _negative(
+    "Which systemd target does a default Debian installation boot into?",
+    "default.target",
+    "The default target is the one default.target links to; ps_tm_lim is set at https://keyring.debian.org/ "
+    "replacing_keys.html for lsb_release users.",
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("This is not given in the text, but on most installs it is graphical.target.", "fail"),  # code, no backticks
+        ("Not covered here, but it's most likely lsb_release --codename.", "fail"),
+        ("Not stated. In practice you would set DEB_BUILD_MAINT_OPTIONS=optimize=-lto.", "fail"),
+        ("Not stated; the text only names lsb_release.", "pass"),  # code the passages hold, as written
+        ("Not stated; the text only mentions ps_tm_lim.", "pass"),  # an underscore the PDF shows as a space too
+        ("Not stated; see https://keyring.debian.org/replacing_keys.html.", "pass"),  # a URL the PDF breaks
+        ('Not stated.\n```json\n{"boot_target": null, "found_in_sources": false}\n```', "pass"),  # keys, a fence
+        ("That isn't covered. From general Debian practice, though, it is multi-user.", "fail"),
+        ("Probably not. The docs don't say which target it is.", "fail"),
+    ],
+)
+def test_code_written_without_backticks_is_a_fact_after_a_refusal(answer: str, expected: str) -> None:
+    assert _verdict(DEBIAN, answer)[0] == expected
