@@ -120,6 +120,7 @@ _HEDGE = re.compile(
     r"my\s+(?:best\s+)?guess|best\s+guess|i\s+would\s+(?:guess|assume|say|estimate|expect|think|go\s+with)|"
     r"i\s+(?:think|believe|suspect|assume|expect|estimate|imagine|reckon|guess)|"
     r"(?:may|might|could|would)\s+(?:well\s+)?(?:be|have\s+been)|(?:it\s+)?(?:seems|appears)\s+(?:to\s+be|that|like)|"
+    r"it\s+seems|"
     r"an?\s+(?:rough\s+)?estimate|extrapolat\w*|if\s+(?:it|this|that|you|we|they)\s+(?:is|was|were|are|mean|meant|refer)|"
     r"(?<![a-z]\s)assuming)\b"  # "Assuming X, ..." is the answerer's; "falls back to assuming X" the subject's
 )
@@ -151,7 +152,10 @@ _BASED_ON = re.compile(r"\b(?:based\s+on|going\s+by|from\s+what)\b")
 _OWN_KNOWLEDGE = re.compile(
     r"\b(?:(?:general|common|background|prior|outside|world|my\s+own|my|own)\s+knowledge|"
     r"(?:from|in)\s+(?:my\s+)?(?:own\s+)?(?:general\s+|past\s+)?experience|"
-    r"(?:from|by|in)\s+general\s+(?:\w+\s+)?(?:practice|convention|usage)|from\s+(?:what\s+)?(?:i|we)\s+"
+    r"(?:from|by|in|on)\s+general\s+(?:\w+\s+)?(?:practice|convention|usage|history|information|background)|"
+    # a source the answer names that is not the retrieved text: "From the Debian news archive, 9.1 was released ..."
+    r"(?:from|according\s+to|per)\s+(?:the\s+)?(?:[\w.-]+\s+){0,3}?(?:archives?|website|web\s+site|wiki|news|blog|"
+    r"announcements?|mailing\s+lists?|forums?)|from\s+(?:what\s+)?(?:i|we)\s+"
     r"(?:remember|recall|know)|(?:i|we)\s+(?:remember|recall)|as\s+far\s+as\s+(?:i|we)\s+know|from\s+memory|"
     r"(?:outside|beyond)\s+(?:of\s+)?(?:the|these|this)\s+(?:documents?|context|passages?|sources?|text)|"
     r"historically|in\s+general|generally\s+speaking|it\s+is\s+(?:well|widely|commonly)\s+known|"
@@ -184,7 +188,7 @@ _CITE_STRONG = re.compile(
 )
 _CITE_WEAK = re.compile(
     r"\b(?:(?<!-)only(?!-)|closest|nearest|nearby|(?:is|was|are|were)\s+for\s+(?:the\s+)?(?:a\s+)?(?:different|another|other|"
-    r"\w+\s+(?:quarter|year|version|release|period))|refers?\s+to|relates?\s+to|which\s+is\s+(?:for|about|from)|"
+    r"\w+\s+(?:quarter|year|version|release|period))|refers?\s+to|relates?\s+to|which\s+is\s+(?:for|about(?!\s+as\b)|from)|"
     r"given\s+(?:for|in|only)|in\s+(?:the|a)\s+(?:\w+\s+){0,2}?(?:release|version|quarter|year)|"
     r"that\s+(?:figure|number|value|date)\s+(?:is|was)|different|another|previous|prior|earlier|later|superseded|"
     r"older|newer|other|for\s+reference|latest|most\s+recent)\b"
@@ -309,6 +313,9 @@ class Reading:
     generalizes: bool = False  # "typically", "in practice": what is usual, not what the source says
 
 
+# a clause that is a generalizing or attributing word alone ("typically" of "Typically, though, ..."): its reading
+# belongs to the clause after it
+_BARE_LEAD = re.compile(r"(?:typically|usually|normally|generally|commonly|historically|in\s+practice|in\s+general)")
 _ANAPHOR = re.compile(r"^(?:and\s+)?(?:it|they|this|that|which|whose|its|their|these|those|he|she|both|each)\b")
 
 
@@ -322,6 +329,7 @@ def read_answer(answer: str, phrases: tuple[str, ...] = ()) -> list[Reading]:
         hedge = hedge_leads(c)
         anyway = _ANSWERS_ANYWAY.search(c) is not None or (_SELF_CORRECTS.search(c) is not None and not cites(c))
         prev = out[-1] if out else None
+        lead = prev if prev is not None and _BARE_LEAD.fullmatch(prev.clause) else None
         continues = bool(prev and prev.citation and not prev.refusal and (joined or _ANAPHOR.search(c)))
         citation = (cites(c) or continues) and not hedge and not anyway
         out.append(
@@ -334,8 +342,9 @@ def read_answer(answer: str, phrases: tuple[str, ...] = ()) -> list[Reading]:
                 infers=_INFERS.search(c) is not None,
                 based_on=_BASED_ON.search(c) is not None,
                 approx=_APPROX.search(c) is not None,
-                own_knowledge=_OWN_KNOWLEDGE.search(c) is not None and not refusal,
-                generalizes=_GENERALLY.search(c) is not None and not refusal,
+                own_knowledge=(_OWN_KNOWLEDGE.search(c) is not None or bool(lead and lead.own_knowledge))
+                and not refusal,
+                generalizes=(_GENERALLY.search(c) is not None or bool(lead and lead.generalizes)) and not refusal,
             )
         )
     return out

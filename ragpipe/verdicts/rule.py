@@ -67,7 +67,8 @@ from ragpipe.verdicts.positives import (
 IMPL_VERSION = "8"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
 # 8: framing (a letter's closing, an offer of help) is no claim; a sentence's capital is no name; code written without
 #    backticks is a fact; a hedge inside a refusing clause; a unit added to the expected number; an expected
-#    answer's value before what it adds about it, for a terse answer.
+#    answer's value before what it adds about it, for a terse answer; a claim after a refusal from another source
+#    ("from the news archive"), from general history or practice, or after "it seems" or a lone "typically".
 # 7: claims beside the value read by the entailment reader (contradicted: fail; not in the context: needs_review);
 #    units as dimensions (the expected number in another unit fails, a conversion beside the value is computed).
 # 6: beside the right value, a number or name taken from another statement of the retrieved text, code giving a

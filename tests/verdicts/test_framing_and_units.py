@@ -197,3 +197,29 @@ DEBIAN = _negative(
 )
 def test_code_written_without_backticks_is_a_fact_after_a_refusal(answer: str, expected: str) -> None:
     assert _verdict(DEBIAN, answer)[0] == expected
+
+
+LIMITATION = _negative(
+    "Under the license, within what period must a claim be brought?",
+    "30 days",
+    "Notice is given within 30 days of the violation; any litigation is brought in the courts of the jurisdiction.",
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("I can't find a limitation period. Typically, though, such claims must be brought within 30 days.", "fail"),
+        ("I can't find a limitation period. Based on general legal history, claims take 30 days.", "fail"),
+        ("It isn't stated. From the project's news archive, claims must be brought within 30 days.", "fail"),
+        ("It isn't clearly stated, but it seems claims must be brought within 30 days.", "fail"),
+        # "which is about as close as it gets" is an approximation, not a citation ("which is about the notice")
+        (
+            "No period is given. In practice, courts usually allow 30 days, which is about as close to a rule as it gets.",
+            "fail",
+        ),
+        ("No period is given for claims; the text only sets 30 days for notice of a violation.", "pass"),
+    ],
+)
+def test_a_claim_after_a_refusal_from_another_source_or_usage_is_no_refusal(answer: str, expected: str) -> None:
+    assert _verdict(LIMITATION, answer)[0] == expected
