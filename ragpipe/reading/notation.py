@@ -40,7 +40,8 @@ def notations(text: str) -> list[tuple[int, int, float]]:
     out = []
     for m in SCI.finditer(text):
         mantissa, exponent = _parts(m)
-        out.append((m.start(), m.end(), float(mantissa) * 10.0**exponent))
+        # written as a float literal: "719483e547" (a commit hash in release notes) is inf, not an OverflowError
+        out.append((m.start(), m.end(), float(f"{mantissa}e{exponent}")))
     return out
 
 
@@ -52,10 +53,12 @@ def _parts(m: re.Match[str]) -> tuple[str, int]:
 def as_decimal(m: re.Match[str]) -> str:
     """A value in scientific notation as the decimal it equals ("2.5 x 10^-3" -> "0.0025", "6 x 10^4" -> "60000"), so it
     meets the same value written out; a value so small that its decimal has four or more leading zeros stays a
-    notation token, the form such a decimal takes too (TINY)."""
+    notation token, the form such a decimal takes too (TINY), and so does an exponent beyond 30."""
     from decimal import Decimal
 
     mantissa, exponent = _parts(m)
+    if abs(exponent) > 30:  # no quantity a document states; written out it would be hundreds of digits ("3e19816")
+        return f"sci{mantissa}e{exponent}"
     value = Decimal(mantissa).scaleb(exponent)
     if value != 0 and abs(value) < Decimal("0.0001"):
         return f"sci{float(mantissa):g}e{exponent}"

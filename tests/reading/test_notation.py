@@ -81,3 +81,16 @@ def test_a_restatement_in_superscripts_is_checked_like_any_other() -> None:
     assert _verdict(test, "The gap is 0.0025 m, i.e. 2.5 \u00d7 10\u207b\u00b3 m.")[0] == "pass"
     assert _verdict(test, "The gap is 0.0025 m, i.e. 2.5 \u00d7 10\u207b\u2074 m.")[0] == "needs_review"
     assert _verdict(test, "The gap is 2.5E-3 m.")[0] == "pass"
+
+
+def test_an_exponent_out_of_range_reads_without_an_error() -> None:
+    # commit hashes in release notes ("merge 719483e547 bc/x") have the shape of a notation; one raised OverflowError
+    from ragpipe.reading import digits
+    from ragpipe.reading.notation import notations
+
+    assert notations("(merge 719483e547 bc/constant-memequal)")[0][2] == float("inf")
+    assert notations("10^-400")[0][2] == 0.0
+    assert len(digits("a 1e99999999 limit")) < 100  # written out it would be 100 million digits
+    quote = "Use a constant-time comparison. (merge 719483e547 bc/constant-memequal later to maint)."
+    assert _verdict(_test("positive", "719483e547", quote), "It was merge 719483e547.")[0] == "pass"
+    assert _verdict(_test("negative", "not in documents", quote, "719483e547"), "Not stated.")[0] == "pass"
