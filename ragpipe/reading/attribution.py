@@ -121,7 +121,11 @@ def said_there(answer: str, clause: str, passages: Grounds) -> bool:
     about."""
     written = [f.text for f in facts(answer) if f.kind == "number" and in_clause(f.text, clause)]
     if any(not _WHOLE.fullmatch(w) and not w.isalpha() for w in written):
-        return False  # a decimal or a version ("is 2.0") is read as written, not as a whole number
+        # a decimal or a version ("is 2.0") is read as written, not as a whole number: in a sentence it restates
+        restated = _restated(clause, "", passages) if passages.known else []
+        return bool(restated) and all(
+            re.search(rf"(?<![\w.]){re.escape(w.lower())}(?![\w])", s) for w in written for s in restated[:1]
+        )
     mine = _numbers(answer, clause, set())
     restated = _restated(clause, "", passages) if mine and passages.known else []
     return bool(restated) and all(any(_has(_values(s), v) for s in restated) for v in mine)

@@ -212,7 +212,8 @@ def grounded(fact: Fact, g: Grounds) -> bool:
             return True
         # a long path or URL that a PDF's text breaks with spaces ("keyring.debian.org/ replacing keys.html")
         return len(code) >= 12 and bool(re.search(r"[/.]", code)) and _squeezed(code) in _squeezed(g.text)
-    if fact.kind == "number" and is_identifier(fact.text):  # "IA-64" is a name: as written, not by its 64
+    # "IA-64" is a name and "0.99r15" a version: as written, not by their numbers (not "640x384" or "2e5")
+    if fact.kind == "number" and (is_identifier(fact.text) or re.search(r"\d[A-DF-WYZa-df-wyz]+\d", fact.text)):
         return grounded(Fact(fact.text, "code", fact.start, fact.end), g)
     if fact.kind == "number":
         sci = notations(fact.text)

@@ -45,7 +45,7 @@ from ragpipe.reading import (
     versions,
     wrong_unit,
 )
-from ragpipe.verdicts.entailed import finding
+from ragpipe.verdicts.entailed import finding, said_as_written
 from ragpipe.verdicts.negatives import read_negative
 from ragpipe.verdicts.positives import (
     ASIDE,
@@ -341,7 +341,8 @@ def _positive(
         stating = [i for i, r in enumerate(readings) if states_core(r.clause, expected, question)]
     # "1000" for "1000 entries (can be overridden by ...)", when the answer says nothing the expected answer, the
     # question and the framing do not: a terse answer gives the value; one that says more is for a reviewer
-    terse = not content_words(" ".join(claims_of(text))) - content_words(f"{expected} {question}")
+    own = [c for c in claims_of(text) if not said_as_written(c, contexts)]  # a sentence of the passages adds nothing
+    terse = not content_words(" ".join(own)) - content_words(f"{expected} {question}")
     for head in heads(expected) if not m.matched and terse else []:
         symbols = re.search(r"[^\w\s]", head) is not None  # "~bpoNuX" is not "+bpoNuX": code is read as written
         if answer_matches(text, head, question).matched and (not symbols or head.lower() in text.lower()):

@@ -59,7 +59,9 @@ def _cases() -> Iterator[tuple[GoldenTest, str, str, str]]:
                 if _PLAIN.search(sentence) or len(sentence) > 200 or len(found) != 1 or int(found[0]) in told:
                     continue
                 n = int(found[0])
-                other = [m for m in pool if m != n and m not in told and _year(m) == _year(n)]
+                other = [  # a number the sentence does not already state ("from April 2006 until April 2006" is no swap)
+                    m for m in pool if m != n and m not in told and _year(m) == _year(n) and str(m) not in sentence
+                ]
                 if other:
                     yield test, row["answer"].rstrip(), sentence, sentence.replace(found[0], str(other[0]), 1)
                     break
