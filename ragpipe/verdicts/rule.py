@@ -300,6 +300,13 @@ def _beside(
     return None
 
 
+def _terse(text: str, expected: str, question: str, contexts: tuple[str, ...]) -> bool:
+    """Does the answer say nothing but what the expected answer and the question hold (framing aside, and a sentence
+    it restates from the retrieved text adding nothing)?"""
+    own = [c for c in claims_of(text) if not said_as_written(c, contexts)]
+    return not content_words(" ".join(own)) - content_words(f"{expected} {question}")
+
+
 def _positive(
     test: GoldenTest,
     text: str,
@@ -341,9 +348,8 @@ def _positive(
         stating = [i for i, r in enumerate(readings) if states_core(r.clause, expected, question)]
     # "1000" for "1000 entries (can be overridden by ...)", when the answer says nothing the expected answer, the
     # question and the framing do not: a terse answer gives the value; one that says more is for a reviewer
-    own = [c for c in claims_of(text) if not said_as_written(c, contexts)]  # a sentence of the passages adds nothing
-    terse = not content_words(" ".join(own)) - content_words(f"{expected} {question}")
-    for head in heads(expected) if not m.matched and terse else []:
+    values = heads(expected) if not m.matched else []
+    for head in values if values and _terse(text, expected, question, contexts) else []:
         symbols = re.search(r"[^\w\s]", head) is not None  # "~bpoNuX" is not "+bpoNuX": code is read as written
         if answer_matches(text, head, question).matched and (not symbols or head.lower() in text.lower()):
             m = Match(True, "head")
