@@ -40,6 +40,7 @@ from ragpipe.reading import (
     outside,
     prepare,
     read_answer,
+    signed_from,
     states_converted,
     unwrap,
     versions,
@@ -259,9 +260,10 @@ def _beside(
     converted, misconverted = conversions(text, expected)
     if misconverted:
         return v("fail", f"states {expected!r}, then converts it wrongly: {', '.join(misconverted)!r}")
+    signature = signed_from([r.clause for r in readings])  # "Kind regards, Customer Support" states nothing
     extra = [  # claims the retrieved text does not hold; in the clause stating the value, not the value's own
         f  # other form ("5000 ms" for "five seconds", "18.3 km" for "60,000 feet")
-        for i, r in enumerate(readings)
+        for i, r in enumerate(readings[:signature])
         for f in outside(text, r.clause, g)
         if f.lower() not in expected.lower()
         and not re.fullmatch(r"\d", f)

@@ -98,6 +98,12 @@ MITER = _positive("What is the default miter limit of a pen?", "10.0")
         (FONT, "9 points", "pass"),
         (FONT, "9 pt", "pass"),  # the same unit, abbreviated
         (FONT, "9 pixels", "fail"),  # another kind of unit: another quantity
+        (
+            FONT,
+            "The qt terminal uses 9 points.\n\nKind regards,\nCustomer Support",
+            "pass",
+        ),  # a closing, beside a value
+        (FONT, "The qt terminal uses 9 points.\n\nCustomer Support can change it.", "needs_review"),  # a claim
         (MITER, "The default miter limit is 10.0.", "pass"),
         (MITER, "The default miter limit is 10 pt.", "needs_review"),  # a unit nobody gave
         (_positive("What is the default miter limit?", "10.0", "The default miter limit is 10.0 pt."), "10 pt", "pass"),
