@@ -230,10 +230,12 @@ def grounded(fact: Fact, g: Grounds) -> bool:
     return _key(fact.text) in g.words or _key(name) in g.words or _acronym_of(name, g)
 
 
+@functools.lru_cache(maxsize=256)  # the retrieved text is read once per answer, not once per code fact
 def _squeezed(text: str) -> str:
     return re.sub(r"[\s_]+", "", text)
 
 
+@functools.lru_cache(maxsize=4096)
 def _spaced(text: str) -> str:
     return text.replace("_", " ") if "_" in text else text
 
