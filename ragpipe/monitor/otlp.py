@@ -4,8 +4,9 @@ answered question, in ragpipe's own trace shape, so that the same checks, aliase
 
 Read from the span attributes of the OpenInference conventions (Phoenix, Arize: `input.value`, `output.value`,
 `retrieval.documents.N.document.content`, `llm.token_count.*`) and of OpenLLMetry (Traceloop:
-`traceloop.entity.input/output`, `gen_ai.completion.0.content`, `gen_ai.usage.*`). The question and the answer are
-the root span's input and output; the contexts are every retriever span's documents, in the order they started.
+`traceloop.entity.input/output`, `gen_ai.completion.0.content`, `gen_ai.usage.*`, and the `db.query.result` events
+its vector-database instrumentations add to a query span). The question and the answer are the root span's input and
+output; the contexts are every retriever span's documents, in the order they started.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ragpipe.monitor.traces import TraceProblem
 QUESTION_KEYS = ("question", "query", "input", "user_input", "inputs", "args", "kwargs", "messages", "content")
 ANSWER_KEYS = ("answer", "output", "response", "result", "text", "outputs", "content")
 DOCS = "retrieval.documents."
+RESULT_EVENT = "db.query.result"  # OpenLLMetry: one event per document a vector-database query returned
 
 
 @dataclass
@@ -35,6 +37,7 @@ class Span:
     end_ns: int
     attrs: dict[str, Any]
     resource: dict[str, Any]
+    results: list[dict[str, Any]] = field(default_factory=list)  # the attributes of its `db.query.result` events
 
 
 @dataclass
@@ -107,6 +110,18 @@ def _nanos(span: dict[str, Any], camel: str) -> int:
     return nanos
 
 
+def _results(events: Any) -> list[dict[str, Any]]:
+    if not isinstance(events, list):
+        raise TraceProblem("a span's 'events' must be a list")
+    out = []
+    for event in events:
+        if not isinstance(event, dict):
+            raise TraceProblem("a span event must be an object")
+        if event.get("name") == RESULT_EVENT:
+            out.append(_attrs(event.get("attributes", [])))
+    return out
+
+
 def spans_of(obj: dict[str, Any]) -> list[Span]:
     """Every span of one OTLP JSON request; raises TraceProblem naming what is malformed."""
     out = []
@@ -139,6 +154,7 @@ def spans_of(obj: dict[str, Any]) -> list[Span]:
                         end_ns=_nanos(sp, "endTimeUnixNano"),
                         attrs=_attrs(sp.get("attributes", [])),
                         resource=resource,
+                        results=_results(sp.get("events", [])),
                     )
                 )
     return out
@@ -191,11 +207,14 @@ def _contexts(spans: list[Span]) -> list[dict[str, Any]]:
                 index, _, rest = key[len(DOCS) :].partition(".document.")
                 if index.isdigit():
                     docs.setdefault(int(index), {})[rest] = value
-        for _, doc in sorted(docs.items()):
-            if isinstance(doc.get("content"), str):
+        found = [d for _, d in sorted(docs.items())]
+        found += [{k.removeprefix(f"{RESULT_EVENT}."): v for k, v in r.items()} for r in span.results]
+        for doc in found:
+            text = doc.get("content", doc.get("document"))
+            if isinstance(text, str):
                 meta = _dig(doc.get("metadata"), ("source",)) if doc.get("metadata") else None
                 source = doc.get("id") or meta
-                out.append({"text": doc["content"], **({"source": str(source)} if source else {})})
+                out.append({"text": text, **({"source": str(source)} if source else {})})
     return out
 
 

@@ -65,9 +65,14 @@ class App:
                 {"output.value": json.dumps({"answer": answer}), "output.mime_type": "application/json"}
             )
 
-    def openllmetry(self, question: str, answer: str) -> None:
+    def openllmetry(self, question: str, answer: str, docs: dict[str, str] | None = None) -> None:
         with self.tracer.start_as_current_span("rag.workflow", attributes={
                 "traceloop.entity.input": json.dumps({"inputs": {"question": question}})}):  # fmt: skip
+            with self.tracer.start_as_current_span("chroma.query", attributes={"db.system": "chroma"}) as query:
+                # the events OpenLLMetry's vector-database instrumentors add, one per document returned
+                for i, (doc_id, text) in enumerate((docs or {}).items()):
+                    query.add_event("db.query.result", {"db.query.result.id": doc_id, "db.query.result.distance": i / 10,
+                                                        "db.query.result.document": text})  # fmt: skip
             with self.tracer.start_as_current_span("openai.chat", attributes={
                 "gen_ai.completion.0.content": answer, "gen_ai.usage.input_tokens": 30,
                 "gen_ai.usage.output_tokens": 4}):  # fmt: skip
@@ -92,7 +97,7 @@ def test_openinference_and_openllmetry_spans_read_as_their_json_lines_twins(tmp_
     app = App()
     app.openinference("What was revenue in Q2 2023?", "Revenue was $44.8 million [1].", [CTX])
     app.openinference("What was revenue in Q3 2022?", "The documents do not say.", [TRAP, CTX])
-    app.openllmetry("Who is the CFO?", "I'm sorry, that is not in the documents.")
+    app.openllmetry("Who is the CFO?", "I'm sorry, that is not in the documents.", {"q2.md#0": CTX, "neg.md#3": TRAP})
     app.health_check()  # another trace of the app, with no question: not a production trace
     otel = settings(tmp_path / "otel")
     (otel.monitor.traces_dir / "spans.jsonl").write_text(otlp_line(app.take()))
@@ -113,7 +118,11 @@ def test_openinference_and_openllmetry_spans_read_as_their_json_lines_twins(tmp_
                     "answer": "The documents do not say.",
                     "contexts": [TRAP, CTX],
                 },
-                {"question": "Who is the CFO?", "answer": "I'm sorry, that is not in the documents.", "contexts": []},
+                {
+                    "question": "Who is the CFO?",
+                    "answer": "I'm sorry, that is not in the documents.",
+                    "contexts": [CTX, TRAP],
+                },
             ]
         )  # fmt: skip
     )
@@ -125,6 +134,7 @@ def test_openinference_and_openllmetry_spans_read_as_their_json_lines_twins(tmp_
                         "ORDER BY question")  # fmt: skip
     assert [(r[1], r[2], r[3]) for r in detail] == [("3", 57, True), ("3", 57, True), ("3", 34, True)]
     assert json.loads(detail[0][4]) == [{"text": CTX, "source": "reports/q2-2023.md#0"}]
+    assert json.loads(detail[2][4]) == [{"text": CTX, "source": "q2.md#0"}, {"text": TRAP, "source": "neg.md#3"}]
     assert json.loads(detail[0][5]) == {"service": "shop-bot"}
 
 
@@ -299,3 +309,24 @@ def test_a_bad_trace_is_named_and_the_other_traces_of_its_line_are_read(tmp_path
     assert problem[0] == 1 and re.match(
         r"OpenTelemetry trace [0-9a-f]{32}: 'tokens' must be a non-negative", problem[1]
     )
+
+
+def test_spans_of_openllmetrys_own_chroma_instrumentation_give_the_documents_its_query_returned(tmp_path: Path) -> None:
+    """tests/fixtures/traces_otel/openllmetry_chroma.jsonl: OpenLLMetry's Chroma instrumentor around a real Chroma
+    query (its `db.query.result` events), encoded by the SDK (make_openllmetry.py says how it was made)."""
+    otel = settings(tmp_path)
+    fixture = ROOT / "tests" / "fixtures" / "traces_otel" / "openllmetry_chroma.jsonl"
+    (otel.monitor.traces_dir / fixture.name).write_bytes(fixture.read_bytes())
+    got = ingest(otel)
+    assert (got.traces, got.not_questions, got.new_problems) == (3, 1, 0)
+    found = rows(otel, "SELECT question, contexts, refused, citation_hit, app_version, tokens FROM production_traces "
+                       "ORDER BY question")  # fmt: skip
+    sources = [[c["source"] for c in json.loads(r[1])] for r in found]
+    assert sources == [  # nearest first, as the query returned them
+        ["policies/parental-leave-policy.md#1", "product/hr-200-datasheet.md#2"],  # How many weeks ...
+        ["reports/q2-2023.md#0", "reports/q3-2023.md#0"],  # What was Halvorsen's revenue ...
+        ["product/hr-200-datasheet.md#2", "policies/parental-leave-policy.md#1"],  # Who is ...
+    ]
+    assert json.loads(found[1][1])[0]["text"].startswith("Revenue for the second quarter of 2023 was $44.8 million")
+    assert [(r[2], r[3], r[4], r[5]) for r in found] == [(False, True, "7", 36), (False, True, "7", 36),
+                                                         (True, None, "7", 36)]  # fmt: skip
