@@ -131,7 +131,8 @@ Examples:
 
 Fields read: Ragas user_input, reference, reference_contexts (to_jsonl, to_csv); DeepEval input, expected_output,
 context (save_as json/jsonl/csv); promptfoo tests: vars (question, context) and assert (equals, contains, icontains,
-is-refusal, ...); LangSmith/Phoenix inputs and outputs objects (or inputs.question-style columns); CSV question,
+is-refusal, ...); LangSmith/Phoenix inputs and outputs objects (or inputs.question-style columns, Phoenix's CSV
+input.question, output.answer, metadata.context); CSV question,
 expected_answer (or expected, reference, ground_truth), context.
 Exit codes: 0 every test imported (or already there), 2 a line was not imported (listed) or the file is unreadable.""",
         formatter_class=argparse.RawDescriptionHelpFormatter,

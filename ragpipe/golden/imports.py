@@ -24,7 +24,7 @@ QUESTION = ("user_input", "input", "question", "query", "prompt", "inputs.questi
 EXPECTED = ("reference", "expected_output", "expected_answer", "expected", "ground_truth", "answer", "output",
             "outputs.answer", "outputs.output", "outputs.expected", "outputs.reference", "outputs.ground_truth")  # fmt: skip
 CONTEXTS = ("reference_contexts", "context", "contexts", "ground_truth_contexts", "evidence", "documents",
-            "inputs.context", "inputs.contexts", "outputs.context", "outputs.contexts", "metadata.contexts")  # fmt: skip
+            "inputs.context", "inputs.contexts", "outputs.context", "outputs.contexts", "metadata.contexts", "metadata.context")  # fmt: skip
 IDS = ("question_id", "id", "example_id")
 DEEPEVAL_DELIMITER = "|"  # DeepEval joins a golden's context with it in CSV
 # promptfoo assertions whose value is the expected answer, and those that expect a refusal
@@ -46,8 +46,13 @@ class Row:
 
 
 def _flat(obj: dict[str, Any]) -> dict[str, Any]:
-    """inputs/outputs/metadata objects (LangSmith, Phoenix), or their JSON in a CSV cell, as dotted keys besides."""
+    """inputs/outputs/metadata objects (LangSmith, Phoenix), or their JSON in a CSV cell, as dotted keys besides; a
+    column already dotted in the singular (Phoenix's CSV: input.question, output.answer) as the plural."""
     out = dict(obj)
+    for key, value in obj.items():
+        head, dot, rest = key.partition(".") if isinstance(key, str) else ("", "", "")
+        if dot and head in ("input", "output"):
+            out.setdefault(f"{head}s.{rest}", value)
     for key in ("inputs", "outputs", "metadata", "input", "output"):
         value = obj.get(key)
         if isinstance(value, str) and value.strip().startswith("{"):

@@ -17,7 +17,8 @@ from ragpipe.golden import load_golden
 pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.model]
 FIXTURES = ROOT / "tests" / "fixtures" / "imports"
 FILES = [("ragas_testset.jsonl", "ragas"), ("ragas_testset.csv", "ragas"), ("deepeval_goldens.json", "deepeval"),
-         ("deepeval_goldens.csv", "deepeval"), ("promptfooconfig.yaml", "promptfoo")]  # fmt: skip
+         ("deepeval_goldens.csv", "deepeval"), ("promptfooconfig.yaml", "promptfoo"),
+         ("phoenix_dataset.csv", "langsmith"), ("phoenix_dataset.jsonl", "langsmith")]  # fmt: skip
 
 
 def cli(p: Project, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:

@@ -1,5 +1,5 @@
-"""Other tools' golden sets read as rows: files written by Ragas, DeepEval and promptfoo themselves
-(tests/fixtures/imports/make_files.py), a LangSmith-style export and a plain CSV; every row that cannot be read is
+"""Other tools' golden sets read as rows: files written by Ragas, DeepEval, promptfoo and Phoenix themselves
+(tests/fixtures/imports/make_files.py, make_phoenix.py), a LangSmith-style export and a plain CSV; every row that cannot be read is
 named with its line and field."""
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ CONTEXTS = [1, 1, 1, 1, 0, 0, 0, 1]  # reference contexts per test, as the tools
         ("deepeval_goldens.json", "deepeval", [2, 22, 42, 62, 82, 100, 118, 136]),
         ("deepeval_goldens.csv", "deepeval", [2, 3, 6, 7, 8, 9, 10, 11]),
         ("promptfooconfig.yaml", "promptfoo", [7, 19, 34, 44, 54, 61, 67, 73]),
+        ("phoenix_dataset.csv", "langsmith", [2, 3, 4, 5, 6, 7, 8, 9]),  # Phoenix's own CSV download
+        ("phoenix_dataset.jsonl", "langsmith", [1, 2, 3, 4, 5, 6, 7, 8]),  # its client's examples
     ],
 )
 def test_files_written_by_the_tools_read_as_their_tests(name: str, fmt: str, lines: list[int]) -> None:
