@@ -264,6 +264,9 @@ def ingest_traces(settings: Settings, con: Any, log: Callable[[str], None] = lam
     return result
 
 
+CACHE_ROWS = 100_000  # rows written between two evictions of DuckDB's block cache (about 160 MB of typical traces)
+
+
 class _Writer:
     """Blocks written in order by a thread of their own, one at a time: the next block is read while one is written
     (at most two blocks in memory); a write's error is raised at the next block or at the end."""
@@ -275,6 +278,7 @@ class _Writer:
         self.thread = ThreadPoolExecutor(1, thread_name_prefix="ragpipe-traces-writer")
         self.last: Any = None
         self.per_file: dict[str, int] = {}
+        self.cached = 0  # rows written since DuckDB's block cache was last emptied
 
     def submit(self, name: str, read: _Read, state: Any) -> None:
         if self.last is not None:
@@ -286,6 +290,12 @@ class _Writer:
         problems = [(name, n, "; ".join(p)) for n, p in sorted(read.problems.items())]
         before = self.result.traces
         _write(self.con, name, read.tables, problems, state, self.result)
+        self.cached += sum(t.num_rows for t in read.tables)
+        if self.cached >= CACHE_ROWS:  # DuckDB keeps the blocks it wrote until its memory_limit: memory would grow
+            from ragpipe.warehouse.db import drop_block_cache  # with the traces stored, not with one run's blocks
+
+            drop_block_cache(self.con)
+            self.cached = 0
         self.result.new_problems += len(problems)
         self.result.not_questions += read.not_questions
         self.per_file[name] = self.per_file.get(name, 0) + self.result.traces - before

@@ -58,6 +58,13 @@ def _opt(value: str | None) -> str:
 _EXTRA = json.JSONEncoder(sort_keys=True, default=str)  # json.dumps(..., sort_keys=True, default=str), made once
 
 
+@functools.lru_cache(maxsize=16384)
+def _context_json(text: str, source: str | None) -> str:
+    """One stored context as json.dumps writes it, made once: production traces retrieve the same chunks again and
+    again (bounded, as the readings' cache of contexts)."""
+    return f'{{"text": {_str(text)}, "source": {_opt(source)}}}'
+
+
 @functools.lru_cache(maxsize=8)
 def _dropping(names: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
     """What drop_fields removes: the trace fields named (by any of their names), and the keys each stored context
@@ -75,7 +82,7 @@ def _stored(trace: Trace, names: tuple[str, ...]) -> dict[str, Any]:
     if "contexts" in dropped:
         contexts = None
     elif keys == ("text", "source"):  # json.dumps of [{"text": t, "source": s}, ...], written out: the same text
-        contexts = "[" + ", ".join(f'{{"text": {_str(t)}, "source": {_opt(s)}}}' for t, s in pairs) + "]"
+        contexts = "[" + ", ".join([_context_json(t, s) for t, s in pairs]) + "]"
     else:
         contexts = json.dumps([{k: v for k, v in (("text", t), ("source", s)) if k in keys} for t, s in pairs])
     return {

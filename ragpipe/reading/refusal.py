@@ -111,7 +111,9 @@ _REFUSAL_RULES = [
     r"(?:scope|provided|given)|not\s+in\s+(?:the\s+|any\s+|these\s+|my\s+)?(?:documents?|docs|context|sources?|"
     r"text|passages?|materials?|data|information)|n/a|not\s+applicable|null|none\s+given|cannot\s+be\s+answered)\b",
 ]
-_REFUSAL = [re.compile(r) for r in _REFUSAL_RULES]
+# Any rule that matches settles it, so they are tried with the plain absences first ("unknown", "not in the documents"):
+# the rule most refusals meet, which would otherwise come after ten searches that fail.
+_REFUSAL = [re.compile(r) for r in _REFUSAL_RULES[-1:] + _REFUSAL_RULES[:-1]]
 _APOLOGY = re.compile(r"\b(?:sorry|apologi[sz]e|apologies|unfortunately|regrettably|afraid)\b")
 _NEGATION = re.compile(rf"\b{_NEG}\b")
 

@@ -190,3 +190,22 @@ def test_each_stored_block_is_logged_with_its_file_traces_and_bad_lines(tmp_path
         ingest_traces(s, con, log=logged.append)
     assert logged == ["day.jsonl: 3 traces so far, 1 bad line in this block",
                       "more.jsonl: 0 traces so far, 2 bad lines in this block"]  # fmt: skip
+
+
+@pytest.mark.parametrize("drop", [(), ("email",), ("contexts.source",)])
+def test_the_stored_contexts_are_json_dumps_of_them_also_when_read_again(drop: tuple[str, ...]) -> None:
+    """The contexts are written out by hand and each made once (a chunk comes back in trace after trace): the text
+    is json.dumps' all the same, whatever the texts hold and whichever trace reads them again."""
+    import json
+
+    from ragpipe.monitor.rows import _stored
+    from ragpipe.monitor.traces import trace_from
+
+    contexts = [{"text": 'He said "12 %"\nthen \u00e9\u4e2d \\ \U0001f600', "source": "a.pdf#3"}, "plain text",
+                {"text": "plain text", "id": 7}]  # fmt: skip
+    for _ in range(2):
+        trace = trace_from({"time": "2026-12-01T10:00:00Z", "question": "q?", "answer": "a.", "contexts": contexts})
+        keep = [("text", "source")[: 1 if drop == ("contexts.source",) else 2]] * 3
+        want = [{k: v for k, v in (("text", t), ("source", s)) if k in keep[i]}
+                for i, (t, s) in enumerate(zip(trace.contexts, trace.sources))]  # fmt: skip
+        assert _stored(trace, drop)["contexts"] == json.dumps(want)
