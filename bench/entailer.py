@@ -5,6 +5,9 @@ labelled first-contact answers. Whole-process figures; run alone (one heavy job 
     .venv/bin/python bench/entailer.py answers set8,set9,set10
         # per set: answers the rule passes on their value, labelled pass or fail, and how many of each the reader
         # flags at the shipped thresholds (a labelled-fail flagged is a catch, a labelled-pass flagged a false alarm)
+    .venv/bin/python bench/entailer.py reviews set9,set10,set11,set12,set13,set14,set15,set16,set17,set18
+        # positives sent to review as another wording of the expected answer: would the reader, reading the expected
+        # answer against the answer, tell the labelled pass from the labelled fail?
 
 The validation figures on synthetic claims (documents the training never saw) are in
 ragpipe/reading/entailer/card.json, written by bench/train_entailer.py.
@@ -75,12 +78,36 @@ def answers(sets: str) -> None:
         )
 
 
+def reviews(sets: str) -> None:
+    """Positives the rule sends to review because the answer words the expected answer otherwise ("answer does not
+    state ...", "shares most words of ..."): the expected answer read as a claim against the answer, by label."""
+    import first_contact as fc
+
+    from ragpipe.reading.entailment import LABELS, reader
+
+    tests, contexts = fc.golden()
+    read: list[tuple[str, tuple[float, float, float]]] = []
+    for name in sets.split(","):
+        for r in fc.rows_of(name):
+            t = tests[r["question_id"]]
+            if r.get("ambiguous") or r.get("label") == "ambiguous" or t.kind != "positive":
+                continue
+            verdict, reason = fc.rule_verdict(t, r["answer"], contexts.get(r["question_id"], []))
+            if verdict == "needs_review" and reason.startswith(("answer does not state", "shares most words")):
+                read.append((r["label"], reader().scores([t.expected_answer], [r["answer"]])[0]))
+    print(f"{len(read)} answers in review as another wording: {Counter(label for label, _ in read)}")
+    for k, name in enumerate(LABELS[:2]):
+        for at in (0.5, 0.7, 0.9):
+            got = Counter(label for label, p in read if p[k] >= at)
+            print(f"  read as {name} at p >= {at}: labelled pass {got['pass']}, labelled fail {got['fail']}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=("speed", "answers"))
+    ap.add_argument("what", choices=("speed", "answers", "reviews"))
     ap.add_argument("sets", nargs="?", default="set8,set9,set10")
     args = ap.parse_args()
-    speed() if args.what == "speed" else answers(args.sets)
+    {"speed": speed, "answers": lambda: answers(args.sets), "reviews": lambda: reviews(args.sets)}[args.what]()
 
 
 if __name__ == "__main__":
