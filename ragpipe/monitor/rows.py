@@ -109,7 +109,10 @@ def _arrow(rows: list[list[Any]]) -> Any:
 
     types = {"asked_at": pa.timestamp("us"), "day": pa.date32(), "trap_tests": pa.list_(pa.string()), "n_contexts": pa.int32(),
              "latency_ms": pa.float64(), "tokens": pa.int64(), "line": pa.int32(),
-             "refused": pa.bool_(), "cites": pa.bool_(), "citation_hit": pa.bool_(), "corrected": pa.bool_()}  # fmt: skip
+             "refused": pa.bool_(), "cites": pa.bool_(), "citation_hit": pa.bool_(), "corrected": pa.bool_(),
+             "contexts": pa.json_(), "extra": pa.json_()}  # fmt: skip
+    # contexts and extra as Arrow's JSON type: DuckDB takes them as JSON without parsing them again (they are json.dumps'
+    # own text, made in _stored; a text typed as a string would be parsed and checked on every insert)
     return pa.table({c: pa.array([r[i] for r in rows], type=types.get(c, pa.string())) for i, c in enumerate(COLUMNS)})
 
 
