@@ -24,7 +24,8 @@ QUESTION = ("user_input", "input", "question", "query", "prompt", "inputs.questi
 EXPECTED = ("reference", "expected_output", "expected_answer", "expected", "ground_truth", "answer", "output",
             "outputs.answer", "outputs.output", "outputs.expected", "outputs.reference", "outputs.ground_truth")  # fmt: skip
 CONTEXTS = ("reference_contexts", "context", "contexts", "ground_truth_contexts", "evidence", "documents",
-            "inputs.context", "inputs.contexts", "outputs.context", "outputs.contexts", "metadata.contexts", "metadata.context")  # fmt: skip
+            "inputs.context", "inputs.contexts", "outputs.context", "outputs.contexts", "metadata.contexts",
+            "metadata.context")  # fmt: skip
 IDS = ("question_id", "id", "example_id")
 DEEPEVAL_DELIMITER = "|"  # DeepEval joins a golden's context with it in CSV
 # promptfoo assertions whose value is the expected answer, and those that expect a refusal

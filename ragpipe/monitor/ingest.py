@@ -264,7 +264,8 @@ def ingest_traces(settings: Settings, con: Any, log: Callable[[str], None] = lam
     return result
 
 
-CACHE_ROWS = 100_000  # rows written between two evictions of DuckDB's block cache (about 160 MB of typical traces)
+# Rows written between two evictions of DuckDB's block cache (100,000 of bench/monitor.py's traces: 160 MiB of lines)
+CACHE_ROWS = 100_000
 
 
 class _Writer:
