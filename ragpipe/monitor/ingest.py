@@ -293,7 +293,7 @@ class _Writer:
         _write(self.con, name, read.tables, problems, state, self.result)
         self.cached += sum(t.num_rows for t in read.tables)
         if self.cached >= CACHE_ROWS:  # DuckDB keeps the blocks it wrote until its memory_limit: memory would grow
-            from ragpipe.warehouse.db import drop_block_cache  # with the traces stored, not with one run's blocks
+            from ragpipe.warehouse import drop_block_cache  # with the traces stored, not with one run's blocks
 
             drop_block_cache(self.con)
             self.cached = 0
