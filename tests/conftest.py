@@ -148,6 +148,17 @@ def copied_project(base: Path, root: Path, monkeypatch: pytest.MonkeyPatch) -> P
 
 
 @pytest.fixture(autouse=True)
+def _stop_signals_delivered() -> Any:
+    """Each test starts with SIGTERM and SIGINT unblocked in this process: a blocked signal is inherited by every
+    process a test starts, which then cannot be stopped by it (what one full run showed: a receiver and `make ui`,
+    started by the same pytest worker, that did not stop on SIGTERM)."""
+    import signal
+
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+    yield
+
+
+@pytest.fixture(autouse=True)
 def _no_process_outlives_its_test() -> Any:
     """Bounded teardown: child processes a test started through faultkit.Proc (CLI runs, servers) are killed, with
     their process groups, when the test ends, whether it passed or not."""

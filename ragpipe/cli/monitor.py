@@ -51,6 +51,7 @@ def cmd_monitor_serve(args: argparse.Namespace) -> int:
         print("[monitor].traces_dir is not set: the receiver writes the spans it receives there", file=sys.stderr)
         return EXIT_INPUT
     server = serve(settings.monitor.traces_dir, args.host, args.port, log=lambda m: print(m, flush=True))
+    stop_on_sigterm()
     host, port = str(server.server_address[0]), server.server_address[1]
     print(
         f"OTLP/HTTP receiver on http://{host}:{port}/v1/traces, writing to {settings.monitor.traces_dir} "
@@ -64,6 +65,18 @@ def cmd_monitor_serve(args: argparse.Namespace) -> int:
     finally:
         server.server_close()
     return 0
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM (`kill`, `docker stop`, systemd) stops the receiver as Ctrl-C does, the files closed; also when the
+    process that started it had left SIGTERM blocked or ignored, which a child inherits."""
+    import signal
+
+    def stop(_signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 
 def add_parsers(sub: Any) -> None:

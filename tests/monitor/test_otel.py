@@ -330,3 +330,26 @@ def test_spans_of_openllmetrys_own_chroma_instrumentation_give_the_documents_its
     assert json.loads(found[1][1])[0]["text"].startswith("Revenue for the second quarter of 2023 was $44.8 million")
     assert [(r[2], r[3], r[4], r[5]) for r in found] == [(False, True, "7", 36), (False, True, "7", 36),
                                                          (True, None, "7", 36)]  # fmt: skip
+
+
+def test_the_receiver_stops_on_sigterm_even_when_it_was_started_with_sigterm_blocked(tmp_path: Path) -> None:
+    """`kill` (docker stop, systemd) stops `ragpipe monitor serve` as Ctrl-C does, exit status 0; a SIGTERM blocked or
+    ignored by the process that started it (a child inherits both) does not keep it running."""
+    import signal
+
+    s = settings(tmp_path)
+
+    def blocked() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragpipe.cli", "--settings", str(s.source), "monitor", "serve", "--port", "0"],
+        stdout=subprocess.PIPE, text=True, preexec_fn=blocked,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and "OTLP/HTTP receiver on" in proc.stdout.readline()
+        proc.terminate()
+        assert proc.wait(timeout=20) == 0
+    finally:
+        proc.kill()
