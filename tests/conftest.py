@@ -149,11 +149,14 @@ def copied_project(base: Path, root: Path, monkeypatch: pytest.MonkeyPatch) -> P
 
 @pytest.fixture(autouse=True)
 def _stop_signals_delivered() -> Any:
-    """Each test starts with SIGTERM and SIGINT unblocked in this process: a blocked signal is inherited by every
-    process a test starts, which then cannot be stopped by it (what one full run showed: a receiver and `make ui`,
-    started by the same pytest worker, that did not stop on SIGTERM)."""
+    """Each test starts with SIGTERM at its default and SIGTERM and SIGINT unblocked in this process, as in a user's
+    shell. Under `make test` started in the background, SIGINT is ignored here, and Dagster, after any run in this
+    process, maps SIGTERM onto SIGINT's handler: ignored too. A child inherits an ignored signal, so a server or `make
+    ui` that a later test started would not stop on SIGTERM (as one full run showed)."""
     import signal
 
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     yield
 

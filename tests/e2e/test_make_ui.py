@@ -20,6 +20,12 @@ from test_dagster_dev import write_instance
 pytestmark = [pytest.mark.slow, pytest.mark.dagster, pytest.mark.timeout(300)]
 
 
+def background_job() -> None:
+    """A background job of a shell: SIGINT ignored, SIGTERM at its default."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def test_make_ui_started_in_the_background_stops_on_sigterm_to_make(tmp_path: Path) -> None:
     if subprocess.run(["make", "-q", "setup"], cwd=ROOT).returncode != 0:
         pytest.skip("make setup is not done here (make test does it first)")
@@ -39,7 +45,7 @@ def test_make_ui_started_in_the_background_stops_on_sigterm_to_make(tmp_path: Pa
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # a background job's SIGINT
+            preexec_fn=background_job,
         )
     try:
         deadline = time.monotonic() + 180
