@@ -32,7 +32,8 @@ test: setup lint            # two workers, a test file each at a time: most slow
 	$(PY) -m pytest -n 2 --dist loadfile
 
 fuzz: setup                 # the fuzz tier of the readers of user input, longer than in make test (bench/README.md)
-	RAGPIPE_FUZZ_EXAMPLES=$${RAGPIPE_FUZZ_EXAMPLES:-5000} $(PY) -m pytest -q -p no:cacheprovider tests/project/test_fuzz_readers.py
+	RAGPIPE_FUZZ_EXAMPLES=$${RAGPIPE_FUZZ_EXAMPLES:-5000} RAGPIPE_FUZZ_CORPORA=$${RAGPIPE_FUZZ_CORPORA:-300} \
+	  $(PY) -m pytest -q -p no:cacheprovider tests/project/test_fuzz_readers.py tests/ingest/test_fuzz_corpus.py
 
 test-fast: setup            # the pure tests (no model, Dagster run, server or child process): under a minute
 	$(PY) -m pytest -m "not slow"

@@ -144,6 +144,11 @@ def parse_one(settings: Settings, pool: ParserPool | None, rel: str, version: st
     except Exception as exc:  # one bad file never stops the run: record it and go on
         error_class = exc.error_class if isinstance(exc, ParseError) else type(exc).__name__
         msg = str(exc) if isinstance(exc, ParseError) else f"{rel}: {type(exc).__name__}: {exc}"
+        if not path.exists():  # the corpus changed under the run: nothing is wrong with the file
+            error_class, msg = (
+                "FileVanished",
+                f"{rel}: removed from the corpus while this run parsed it; the next run drops it",
+            )
         msg = msg.replace(path.name + ":", rel + ":", 1) if msg.startswith(path.name + ":") else msg
         return ParseResult(rel, version, time.perf_counter() - started, error_class=error_class, message=msg[:2000])
     return ParseResult(rel, version, time.perf_counter() - started, fmt, n_elements, text, stored)
