@@ -14,11 +14,12 @@ import dagster as dg
 from ragpipe.assets.errors import door
 from ragpipe.assets.niah import markdown_image
 from ragpipe.assets.resources import RagpipeResource
-from ragpipe.assets.sensors import QUIET
+from ragpipe.assets.sensors import QUIET, job_assets, waiting_run
 from ragpipe.assets.tables import table_of_tests
 from ragpipe.settings import Settings
 
 GROUP = "monitor"
+MONITOR_JOB = "monitor_job"
 CHECK = "rates_within_recent_interval"
 MONITOR_VERSION = "1"
 
@@ -101,7 +102,7 @@ def monitor_job() -> Any:
     """One definition, shared by the traces sensor's target and the code location's jobs (`ragpipe monitor` runs
     under this name)."""
     return dg.define_asset_job(
-        "monitor_job",
+        MONITOR_JOB,
         selection=dg.AssetSelection.groups(GROUP),
         config=QUIET,
         description="New production traces into the warehouse, and the rates judged.",
@@ -125,7 +126,8 @@ def build_traces_sensor(settings: Settings) -> dg.SensorDefinition:
         minimum_interval_seconds=settings.monitor.sensor_interval_s,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Watches [monitor].traces_dir: a new or grown traces file, or changed [monitor] settings, runs "
-        "production_traces and its check (only new lines are read; the rates are judged again).",
+        "production_traces and its check (only new lines are read; the rates are judged again); none while a monitor "
+        "run waits to start (it reads the new lines then).",
     )
     def traces_sensor(context: dg.SensorEvaluationContext, ragpipe: RagpipeResource) -> dg.SensorResult:
         s = ragpipe.settings()
@@ -141,8 +143,12 @@ def build_traces_sensor(settings: Settings) -> dg.SensorDefinition:
             return dg.SensorResult(skip_reason="no new traces, [monitor] unchanged", cursor=context.cursor)
         # new traces, or [monitor] changed (min_traces, window_days...): the rates are judged again either way
         trigger = "traces" if listing != old_listing or not old_version else "settings"
-        return dg.SensorResult(
-            run_requests=[dg.RunRequest(run_key=cursor, tags={"ragpipe/trigger": trigger})], cursor=cursor
-        )
+        if (waiting := waiting_run(context, MONITOR_JOB)) is not None:
+            return dg.SensorResult(
+                skip_reason=f"monitor run {waiting[:8]} waits to start; it reads these", cursor=cursor
+            )
+        assets = job_assets(context, dg.AssetSelection.groups(GROUP))
+        request = dg.RunRequest(run_key=cursor, tags={"ragpipe/trigger": trigger}, asset_selection=assets)
+        return dg.SensorResult(run_requests=[request], cursor=cursor)
 
     return traces_sensor

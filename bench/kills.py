@@ -55,6 +55,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100000)
     ap.add_argument("--modes", default="ci,ci --multiprocess,monitor")
     ap.add_argument("--traces", type=int, default=60000, help="traces the monitor mode reads (default 60,000)")
+    ap.add_argument("--out", default="kills.json", help="results file under bench/results (default kills.json)")
     args = ap.parse_args()
     import conftest  # noqa: F401  (the offline environment, as the suite has it)
     from killkit import kill_and_complete, lance, leftovers, points, rechunk, reference_run, state
@@ -99,7 +100,7 @@ def main() -> None:
                                      "rows": rows}  # fmt: skip
             print(f"{mode}: {len(rows)} kill points ({sum(r['landed'] for r in rows)} landed in the run), {len(bad)} "
                   f"ended differently from the run never killed", flush=True)  # fmt: skip
-    write_json(RESULTS / "kills.json", report)
+    write_json(RESULTS / args.out, report)
     print(json.dumps({m: {k: v for k, v in r.items() if k != "rows"} for m, r in report["modes"].items()}))
 
 

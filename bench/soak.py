@@ -167,10 +167,11 @@ class Soak:
 
     def settle(self, timeout_s: float) -> float:
         """Wait until the daemon has caught up: the last corpus state ingested, the last deploy and every trace
-        read, and no run queued or running on three polls in a row. Returns the seconds it took."""
+        read, and no run queued or running on seven polls in a row (two minutes: two ticks of the slowest sensor).
+        Returns the seconds it took."""
         t0, quiet = time.monotonic(), 0
         final = self.corpus.changes[-1]["digest"] if self.corpus.changes else None
-        while quiet < 3:
+        while quiet < 7:
             if time.monotonic() - t0 > timeout_s:
                 self.log(f"not settled within {timeout_s:g} s")
                 break
@@ -220,10 +221,10 @@ def main() -> None:
                 getattr(soak, name).stop(10)
         raise
     raw = {"runs": runs, "failed": failed, "stopped": stopped, "settle_s": settle_s, "samples": soak.samples,
-           "changes": soak.corpus.changes, "deploys": soak.deploys, "kills": soak.kills,
+           "changes": soak.corpus.changes, "deploys": soak.deploys, "kills": soak.kills, "minutes": args.minutes,
            "traces": [soak.traces.good, soak.traces.bad]}  # fmt: skip
-    write_json(work / "raw.json", raw)  # what the report is computed from, kept with the work dir
-    result = report(soak, runs, failed, stopped, settle_s)
+    write_json(work / "raw.json", raw)  # what the report is computed from: `bench/soakcheck.py WORK_DIR` again
+    result = report(work, raw)
     result.update(machine=machine(), args=vars(args), work=str(work))
     write_json(RESULTS / "soak.json", result)
     print(json.dumps(result["summary"], indent=2))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from pathlib import Path
 from typing import Any
 
 LONG_LIVED = ("webserver", "daemon", "code server", "app")
@@ -18,16 +19,17 @@ def runs_summary(runs: list[dict[str, Any]], failed: dict[str, list[str]]) -> di
             "not_successful": failed}  # fmt: skip
 
 
-def corpus_states(changes: list[dict[str, Any]], runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Each corpus state the soak left, against the corpus runs the sensor launched for it."""
-    launched = Counter(
-        r["tags"].get("ragpipe/corpus_manifest") for r in runs if r["tags"].get("ragpipe/trigger") == "corpus"
-    )
-    per = [launched[c["digest"][:16]] for c in changes]
-    never = [c for c, n in zip(changes, per) if n == 0]
+def corpus_states(changes: list[dict[str, Any]], versions: list[str | None]) -> dict[str, Any]:
+    """Each corpus state the soak left, against the states the `corpus` asset read (its data versions, in order): a
+    state is read, or superseded (a later change came before any run read it); a run that read the state the run
+    before it had read did a whole evaluation for nothing."""
+    read = set(versions)
+    superseded = [c for c in changes if c["digest"][:16] not in read]
+    repeats = sum(a == b for a, b in zip(versions, versions[1:]))
     return {"changes": len(changes), "ops": dict(Counter(c["op"] for c in changes)),
-            "evaluated_once": per.count(1), "evaluated_twice_or_more": sum(n > 1 for n in per),
-            "never_launched": never, "corpus_runs": sum(launched.values())}  # fmt: skip
+            "states_read": len(changes) - len(superseded), "superseded": superseded,
+            "corpus_runs_that_read_nothing_new": repeats, "corpus_materializations": len(versions),
+            "last_state_read": bool(changes) and versions[-1:] == [changes[-1]["digest"][:16]]}  # fmt: skip
 
 
 def warehouse(p: Any, con: Any) -> dict[str, Any]:
@@ -89,10 +91,10 @@ def deploys(deployed: list[dict[str, Any]], con: Any) -> dict[str, Any]:
             "evaluations": len(order), "app_unchanged_but_evaluated_for_it": again, "per_deploy": rows}  # fmt: skip
 
 
-def traces(written: Any, con: Any) -> dict[str, Any]:
+def traces(good: int, bad: int, con: Any) -> dict[str, Any]:
     n, distinct = con.execute("SELECT count(*), count(DISTINCT trace_id) FROM production_traces").fetchone()
     problems = con.execute("SELECT count(*) FROM trace_problems").fetchone()[0]
-    return {"written": written.good, "stored": n, "distinct": distinct, "cut_off_lines_written": written.bad,
+    return {"written": good, "stored": n, "distinct": distinct, "cut_off_lines_written": bad,
             "problems_recorded": problems}  # fmt: skip
 
 
@@ -122,35 +124,47 @@ def memory(samples: list[tuple[float, int, str, float]]) -> dict[str, Any]:
     return out
 
 
-def report(soak: Any, runs: list[dict[str, Any]], failed: dict[str, list[str]], stopped: dict[str, Any],
-           settle_s: float) -> dict[str, Any]:  # fmt: skip
+def report(work: Path, raw: dict[str, Any]) -> dict[str, Any]:
+    """The soak's outcome from its work directory (the project, the instance home) and what it recorded there."""
+    import dagster as dg
+    from conftest import Project
+
     from ragpipe.warehouse import connect
 
-    with connect(soak.p.settings().duckdb_path, read_only=True) as con:
-        wh = warehouse(soak.p, con)
-        dep = deploys(soak.deploys, con)
-        tr = traces(soak.traces, con)
+    p = Project(work / "proj", dg.DagsterInstance.ephemeral())
+    with dg.DagsterInstance.from_config(str(work / "home")) as instance:
+        records = instance.fetch_materializations(dg.AssetKey("corpus"), limit=100_000).records
+        versions = [(r.asset_materialization.tags or {}).get("dagster/data_version") for r in
+                    sorted(records, key=lambda r: r.storage_id) if r.asset_materialization]  # fmt: skip
+    with connect(p.settings().duckdb_path, read_only=True) as con:
+        wh = warehouse(p, con)
+        dep = deploys(raw["deploys"], con)
+        tr = traces(*raw["traces"], con)
+    runs, stopped = raw["runs"], raw["stopped"]
     result = {
-        "runs": runs_summary(runs, failed),
-        "corpus": corpus_states(soak.corpus.changes, runs),
+        "runs": runs_summary(runs, raw["failed"]),
+        "corpus": corpus_states(raw["changes"], versions),
         "deploys": dep,
         "traces": tr,
         "warehouse": wh,
-        "memory": memory(soak.samples),
-        "daemon_kills_at_s": soak.kills,
+        "memory": memory([tuple(x) for x in raw["samples"]]),
+        "daemon_kills_at_s": raw["kills"],
         "stopped": stopped,
-        "settle_s": round(settle_s),
-        "changes": soak.corpus.changes,
+        "settle_s": round(raw["settle_s"]),
+        "changes": raw["changes"],
     }
-    mem = result["memory"]
+    mem, corpus = result["memory"], result["corpus"]
+    no_change = [r for r in runs if r["jobName"] == "__ASSET_JOB" and r["tags"].get("ragpipe/trigger") == "settings"]
     result["summary"] = {
-        "minutes": soak.args.minutes,
+        "minutes": raw["minutes"],
         "runs": result["runs"]["by_job_and_status"],
-        "runs_not_successful": len(failed),
-        "corpus_changes": result["corpus"]["changes"],
-        "corpus_states_evaluated_once": result["corpus"]["evaluated_once"],
-        "corpus_states_twice_or_more": result["corpus"]["evaluated_twice_or_more"],
-        "corpus_states_never_launched": len(result["corpus"]["never_launched"]),
+        "runs_not_successful": len(raw["failed"]),
+        "automation_runs_with_no_changed_input": len(no_change),
+        "corpus_changes": corpus["changes"],
+        "corpus_states_read": corpus["states_read"],
+        "corpus_states_superseded_before_a_run_read_them": len(corpus["superseded"]),
+        "corpus_runs_that_read_nothing_new": corpus["corpus_runs_that_read_nothing_new"],
+        "last_corpus_state_read": corpus["last_state_read"],
         "deploys": dep["deploys"],
         "deploys_evaluated": dep["evaluated"],
         "evaluations_against_the_app": dep["evaluations"],
@@ -161,13 +175,27 @@ def report(soak: Any, runs: list[dict[str, Any]], failed: dict[str, list[str]], 
         and wh["vectors_equal_chunks"]
         and wh["lancedb_equal_chunks"],
         "tables_read_in_full": wh["tables_read_in_full"],
-        "daemon_kills": len(soak.kills),
+        "daemon_kills": len(raw["kills"]),
         "max_slope_mb_per_h": {
             r: max((s["slope_mb_per_h"] for s in v["slopes"]), default=None) for r, v in mem.items()
         },
         "peak_mb": {r: v["peak_mb"] for r, v in mem.items()},
         "processes_left": stopped["left_90s_after"],
         "exited_on_sigterm": stopped["exited_on_sigterm"],
-        "settle_s": round(settle_s),
+        "settle_s": round(raw["settle_s"]),
     }
     return result
+
+
+if __name__ == "__main__":  # the report again from a soak's work directory: python bench/soakcheck.py WORK_DIR
+    import sys
+
+    sys.path[:0] = [str(Path(__file__).resolve().parents[1] / d) for d in ("", "tests")]
+    import conftest  # noqa: F401  (the offline environment, as the suite has it)
+
+    from bench._common import RESULTS, write_json
+
+    work = Path(sys.argv[1])
+    result = report(work, json.loads((work / "raw.json").read_text()))
+    write_json(RESULTS / "soak.json", result)
+    print(json.dumps(result["summary"], indent=2))

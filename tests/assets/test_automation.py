@@ -81,11 +81,13 @@ def test_automation_tick_by_tick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert requested == set()
 
 
-def _sensor_result(p: Project, cursor: str | None) -> dg.SensorResult:
-    defs = build_definitions(str(p.settings_file))
-    sensor = defs.get_sensor_def("corpus_sensor")
+def _sensor_result(p: Project, cursor: str | None, defs: dg.Definitions | None = None) -> dg.SensorResult:
+    sensor = build_definitions(str(p.settings_file)).get_sensor_def("corpus_sensor")
     context = dg.build_sensor_context(
-        cursor=cursor, instance=p.instance, resources={"ragpipe": RagpipeResource(settings_path=str(p.settings_file))}
+        cursor=cursor,
+        instance=p.instance,
+        resources={"ragpipe": RagpipeResource(settings_path=str(p.settings_file))},
+        definitions=defs,
     )
     result = sensor(context)
     assert isinstance(result, dg.SensorResult)
@@ -117,6 +119,67 @@ def test_corpus_sensor_one_event_per_real_change(tmp_path: Path) -> None:
     assert step(None) == 0
     # a restart with the stored cursor: no duplicate event
     assert len(_sensor_result(p, cursor).run_requests or []) == 0
+
+
+def test_a_corpus_change_is_one_evaluation_the_sensors_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The corpus sensor's run request names its job's assets, and the run records them as its selection: what
+    Dagster's automation reads to tell that a run which updated an asset's inputs handled the asset too (a request
+    naming none left it to guess, and under the daemon the hour-long soak saw a second evaluation after corpus runs).
+    A tick half-way through the run and one after it request nothing."""
+    from devkit import trim_project
+
+    import ragpipe.embed
+    from ragpipe.assets.sensors import CORPUS_SELECTION
+
+    p = make_project(tmp_path / "p")
+    trim_project(p)
+    p.materialize()
+    _, cursor = tick(p, None)
+    first = _sensor_result(p, None)
+    (p.corpus / "policies" / "badges.md").write_text("# Badges\n\nBadges must be worn at all times.\n")
+    defs = build_definitions(str(p.settings_file))
+    (request,) = _sensor_result(p, first.cursor, defs).run_requests
+    assert set(request.asset_selection) == set(CORPUS_SELECTION.resolve(defs.resolve_asset_graph()))
+    half_way = []
+    embed_chunks = ragpipe.embed.embed_chunks
+
+    def a_tick_first(*args: object, **kwargs: object) -> object:
+        nonlocal cursor
+        requested, cursor = tick(p, cursor)  # the daemon's tick, while this run is between chunks and embeddings
+        half_way.append(requested)
+        return embed_chunks(*args, **kwargs)
+
+    monkeypatch.setattr(ragpipe.embed, "embed_chunks", a_tick_first)
+    job = defs.resolve_job_def("corpus_change")
+    run = job.execute_in_process(instance=p.instance, asset_selection=request.asset_selection, tags=request.tags)
+    monkeypatch.undo()
+    assert run.success and p.instance.get_run_by_id(run.run_id).asset_selection == set(request.asset_selection)
+    assert half_way == [set()]
+    requested, cursor = tick(p, cursor)
+    assert requested == set()
+
+
+def test_a_change_while_a_corpus_run_waits_to_start_is_left_to_that_run(tmp_path: Path) -> None:
+    """Under load, corpus changes come faster than runs start: a change seen while a corpus run is queued requests
+    nothing (the run reads the corpus when it starts) and the queued run is retagged with the state it will read; once
+    no run waits, the next change requests one again."""
+    p = make_project(tmp_path / "queue", with_golden=False)
+    cursor = _sensor_result(p, None).cursor
+    queued = dg.DagsterRun(
+        job_name="corpus_change", status=dg.DagsterRunStatus.NOT_STARTED, tags={"ragpipe/trigger": "corpus"}
+    )
+    p.instance.add_run(queued)
+    (p.corpus / "policies" / "a.md").write_text("# A\n\nOne new policy.\n")
+    result = _sensor_result(p, cursor)
+    assert not result.run_requests and "waits to start" in result.skip_reason.skip_message
+    assert result.cursor != cursor  # the state is taken: the waiting run reads it
+    tagged = p.instance.get_run_by_id(queued.run_id).tags["ragpipe/corpus_manifest"]
+    assert tagged == result.cursor[:16]
+    cursor = result.cursor
+    p.instance.delete_run(queued.run_id)  # it started and ended, or someone removed it: no run waits now
+    (p.corpus / "policies" / "b.md").write_text("# B\n\nAnother policy.\n")
+    (request,) = _sensor_result(p, cursor).run_requests
+    assert request.tags["ragpipe/trigger"] == "corpus"
 
 
 def test_fresh_sensor_reruns_only_when_the_corpus_changed_since_ingestion(tmp_path: Path) -> None:
