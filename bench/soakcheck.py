@@ -133,7 +133,7 @@ def report(work: Path, raw: dict[str, Any]) -> dict[str, Any]:
 
     p = Project(work / "proj", dg.DagsterInstance.ephemeral())
     with dg.DagsterInstance.from_config(str(work / "home")) as instance:
-        records = instance.fetch_materializations(dg.AssetKey("corpus"), limit=100_000).records
+        records = instance.fetch_materializations(dg.AssetKey("corpus"), limit=10_000).records
         versions = [(r.asset_materialization.tags or {}).get("dagster/data_version") for r in
                     sorted(records, key=lambda r: r.storage_id) if r.asset_materialization]  # fmt: skip
     with connect(p.settings().duckdb_path, read_only=True) as con:

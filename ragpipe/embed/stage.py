@@ -92,7 +92,13 @@ def embed_chunks(
         log(f"embedder {emb.tag}: model built under {settings.models_dir} during this run (later runs reuse it)")
     if waiting:
         clear_prefetched(settings, emb.tag)  # the table holds them now
-    store.ensure_fts_index(table, changed=sync.current != sync.kept or sync.deleted > 0)
+    # A run stopped between its sync and its mirror (below) left a mirror that differs from the table: its full-text
+    # index may predate that sync (deletions leave no unindexed rows to tell), so it is rebuilt as after a change.
+    (mirrored,) = con.execute(
+        "SELECT count(*) FROM embeddings WHERE embedder_tag = ? AND chunker_tag = ?", [emb.tag, settings.chunker_tag]
+    ).fetchall()[0]
+    changed = sync.current != sync.kept or sync.deleted > 0 or mirrored != table.count_rows()
+    store.ensure_fts_index(table, changed=changed)
     # Mirror the table into DuckDB in one transaction, recomputed from LanceDB itself (crash-safe).
     # Streamed as Arrow batches, never Python rows nor the whole table at once.
     mirror = (

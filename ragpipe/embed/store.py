@@ -287,13 +287,15 @@ def sync_vectors(
 
 
 def ensure_fts_index(table: Any, changed: bool = True) -> None:
-    """LanceDB's native BM25 full-text index on the chunk text (rebuilt after a sync that changed rows).
+    """LanceDB's native BM25 full-text index on the chunk text (rebuilt after a sync that changed rows, and when rows
+    are not in it: a run stopped between its sync and the rebuild leaves them searched but scored apart).
 
     Native (use_tantivy=False) on purpose: it is stored with the table, so it works on object storage too, where a
     tantivy index (a local directory) cannot be written.
     """
-    if not changed and any(i.index_type == "FTS" for i in table.list_indices()):
-        return  # rebuilding is O(table): a sync that added and deleted nothing keeps the index it has
+    fts = [i for i in table.list_indices() if i.index_type == "FTS"]
+    if not changed and fts and not getattr(table.index_stats(fts[0].name), "num_unindexed_rows", 1):
+        return  # rebuilding is O(table): a sync that added and deleted nothing keeps a complete index
     if table.count_rows():
         import warnings
 

@@ -182,3 +182,33 @@ def test_retrieve_stage_ranks_as_per_question_lancedb_queries(tmp_path: Path, mo
         by_q.setdefault(qid, []).append(cid)
     for qid, v in zip(qids, vecs):
         assert by_q[qid] == _lancedb_per_question(table, s.retriever.mode, s.retriever.k, questions[qid], v), qid
+
+
+def test_rows_added_after_the_full_text_index_rebuild_it_and_rank_as_on_a_fresh_one(tmp_path: Path) -> None:
+    """A run stopped between its vector sync and the full-text rebuild leaves rows outside the index: LanceDB still
+    finds them, scored apart from the indexed ones, so hybrid ranks moved and a test's verdict with them (found by the
+    kill benchmark). ensure_fts_index(changed=False) rebuilds an index with rows outside it, and then full-text
+    search ranks as on an index built fresh."""
+    table, texts, vectors = _table(tmp_path, 60)
+    extra = [" ".join(WORDS[i : i + 5]) for i in range(0, 15, 3)]
+    ids = [f"new{i}" for i in range(len(extra))]
+    add = FakeEmbedder(dims=64).encode(extra)
+    table.add(pa.table({"chunk_id": ids, "text": extra,
+                        "vector": pa.FixedSizeListArray.from_arrays(pa.array(add.ravel()), 64)}))  # fmt: skip
+    name = next(i.name for i in table.list_indices() if i.index_type == "FTS")
+    assert table.index_stats(name).num_unindexed_rows == len(extra)
+    fresh = store.connect(tmp_path / "fresh").create_table("t", table.to_arrow())
+    store.ensure_fts_index(fresh)
+    queries = ["alpha beta gamma", "delta epsilon", "theta iota kappa"]
+    assert store_hits(table, queries) != store_hits(fresh, queries)  # scored apart while outside the index
+    store.ensure_fts_index(table, changed=False)
+    assert table.index_stats(name).num_unindexed_rows == 0
+    assert store_hits(table, queries) == store_hits(fresh, queries)
+    store.ensure_fts_index(table, changed=False)  # complete: kept (no rebuild)
+    assert table.index_stats(name).num_unindexed_rows == 0
+
+
+def store_hits(table: Any, queries: list[str]) -> list[list[tuple[str, float]]]:
+    from ragpipe.rag import fts_search_many
+
+    return [[(h.chunk_id, round(h.score, 6)) for h in hits] for hits in fts_search_many(table, queries, 10)]
