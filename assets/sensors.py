@@ -19,8 +19,8 @@ CORPUS_SELECTION = dg.AssetSelection.assets("corpus").downstream() - dg.AssetSel
 
 def job_assets(context: Any, selection: dg.AssetSelection) -> list[dg.AssetKey] | None:
     """The assets of a sensor's job, named on its run request. Dagster then records them as the run's selection; a
-    run that names none looks to the automation like a run that updated an asset's inputs without it, and every
-    corpus change would be evaluated twice (the job's run, then the automation's). None without definitions."""
+    run that names none can look to the automation like a run that updated an asset's inputs without it, and a corpus
+    change was then evaluated twice (the job's run, then the automation's). None without definitions."""
     repo = getattr(context, "repository_def", None)
     return sorted(selection.resolve(repo.asset_graph)) if repo is not None else None
 

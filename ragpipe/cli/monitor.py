@@ -51,14 +51,14 @@ def cmd_monitor_serve(args: argparse.Namespace) -> int:
         print("[monitor].traces_dir is not set: the receiver writes the spans it receives there", file=sys.stderr)
         return EXIT_INPUT
     server = serve(settings.monitor.traces_dir, args.host, args.port, log=lambda m: print(m, flush=True))
-    stop_on_sigterm()
     host, port = str(server.server_address[0]), server.server_address[1]
-    print(
-        f"OTLP/HTTP receiver on http://{host}:{port}/v1/traces, writing to {settings.monitor.traces_dir} "
-        f"(point OTEL_EXPORTER_OTLP_TRACES_ENDPOINT there; Ctrl-C stops)",
-        flush=True,
-    )
-    try:
+    try:  # from here a stop (SIGTERM as Ctrl-C) exits 0, also one that comes the moment the line below is out
+        stop_on_sigterm()
+        print(
+            f"OTLP/HTTP receiver on http://{host}:{port}/v1/traces, writing to {settings.monitor.traces_dir} "
+            f"(point OTEL_EXPORTER_OTLP_TRACES_ENDPOINT there; Ctrl-C stops)",
+            flush=True,
+        )
         server.serve_forever()
     except KeyboardInterrupt:
         pass
