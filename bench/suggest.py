@@ -5,6 +5,8 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py squad2 --negatives 80        # ../shared/data/squad2_dev/corpus
     .venv/bin/python bench/suggest.py narrative --negatives 40     # bench/data/suggest/narrative (12 articles)
     .venv/bin/python bench/suggest.py reports --negatives 40       # bench/data/suggest/reports (10 reports)
+    .venv/bin/python bench/suggest.py gazetteer --negatives 40     # bench/data/suggest/gazetteer (12 articles)
+    .venv/bin/python bench/suggest.py hospital --negatives 40      # bench/data/suggest/hospital (10 documents)
 
 Each corpus is ingested once into bench/results/suggest_<name>/ under the default settings (then reused), and
 `ragpipe golden suggest` runs as a user runs it, in its own process (whole-process wall time). A sample of the
@@ -33,6 +35,11 @@ CORPORA = {
     # figures for several periods, some with none) and 10 periodic reports of one utility
     "narrative": (JUDGED / "narrative", []),
     "reports": (JUDGED / "reports", []),
+    # written later, also by writers who never saw the rules, and run only after the rules were frozen: 12
+    # encyclopedia articles of one invented region; 10 documents of a hospital trust (annual and quarterly reports, a
+    # policy, a press release, a board summary)
+    "gazetteer": (JUDGED / "gazetteer", []),
+    "hospital": (JUDGED / "hospital", []),
 }
 
 

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
+from ragpipe.golden.asking import Asked, wh_question
 from ragpipe.golden.prose import askable, english, readable
 from ragpipe.reading import content_words
 
@@ -16,17 +17,19 @@ QUALIFIER_KINDS = ("periods", "versions", "names", "changes")  # what a qualifie
 _ORDINALS = ["first", "second", "third", "fourth"]
 _MONTHS = "January February March April May June July August September October November December".split()
 _YEAR = r"(?:1[5-9]\d\d|20[0-4]\d)"
+_FYEAR = rf"{_YEAR}(?:[/\u2013-]\d\d(?![\d%/-]))?"  # a year, or a financial year written "2022/23"
 
 # Qualifiers, most specific first: a span taken by one is not read again by a later one.
 _QUALIFIERS: list[tuple[str, str, re.Pattern[str]]] = [
     (
         "periods",
         "quarter",
-        re.compile(rf"\b(first|second|third|fourth) quarter (?:of )?(?:fiscal (?:year )?)?({_YEAR})\b", re.I),
+        re.compile(rf"\b(first|second|third|fourth) quarter (?:of )?(?:fiscal (?:year )?)?({_FYEAR})\b", re.I),
     ),
-    ("periods", "q", re.compile(rf"\bQ([1-4])(\s?|\s+FY\s?|\s+of\s+)({_YEAR})\b")),
+    ("periods", "q", re.compile(rf"\bQ([1-4])(\s?|\s+FY\s?|\s+of\s+)({_FYEAR})\b")),
     ("periods", "month", re.compile(rf"\b(?:\d{{1,2}} )?({'|'.join(_MONTHS)})( \d{{1,2}},)? ({_YEAR})\b")),
-    ("periods", "fy", re.compile(rf"\b(FY\s?|fiscal (?:year )?)({_YEAR})\b", re.I)),
+    ("periods", "split", re.compile(rf"(?<![\w.$/])({_YEAR})[/\u2013-](\d\d)(?![\w%/.\u2013-])")),  # "2022/23"
+    ("periods", "fy", re.compile(rf"\b(FY\s?|fiscal (?:year )?)({_FYEAR})\b", re.I)),
     (
         "periods",
         "year",
@@ -129,6 +132,8 @@ def qualifiers(text: str, groups: Iterable[str] = QUALIFIER_KINDS) -> list[Span]
         for m in pattern.finditer(text):
             if kind == "year" and _counts(m.group(0), text[m.end() :]):
                 continue  # "2048 bits", "1500 packages": a number of things, not a year
+            if kind == "split" and int(m.group(2)) != (int(m.group(1)) + 1) % 100:
+                continue  # "2019-21": a range of years, not one financial year
             if not any(m.start() < t.end and t.start < m.end() for t in taken):
                 taken.append(Span(kind, m.group(0), m.start(), m.end(), group))
     return sorted(taken, key=lambda s: s.start)
@@ -234,8 +239,10 @@ def _said_of(text: str, v: Span, q: Span) -> bool:
     return not _CLAUSE_BREAK.search(between)
 
 
-_BOUNDING = re.compile(
-    r"\b(?:since|until|till|before|after|from|by|through|between|to|prior to|as of)\s+(?:the\s+)?$", re.I
+_BOUNDING = re.compile(  # a bound ("since 2002") or the base of a comparison ("compared with 2019")
+    r"\b(?:since|until|till|before|after|from|by|through|between|to|prior to|as of|compared (?:with|to)|"
+    r"relative to|than|versus|vs\.?|against)\s+(?:the\s+)?(?:same\s+\w+\s+(?:of|in)\s+)?$",
+    re.I,
 )
 _CLAUSE_START = re.compile(r"^[^,;:]{0,60}[,:]")  # an opening phrase ("In 2006,") belongs to the main clause
 _OPENING = re.compile(r"^(?:[A-Z][a-z]*(?: the| of| in)?(?: (?:early|late|mid|year|version|release))? ?)?$")
@@ -274,6 +281,9 @@ _ASKING = content_words("how much many what percentage date which version who wh
 
 
 def _shift_year(text: str, year: int) -> str:
+    split = re.search(rf"({_YEAR})([/\u2013-])\d\d", text)
+    if split:  # a financial year "2022/23" moves as a whole: "2021/22"
+        return text[: split.start()] + f"{year}{split.group(2)}{(year + 1) % 100:02d}" + text[split.end() :]
     return re.sub(_YEAR, str(year), text, count=1) if re.search(_YEAR, text) else text
 
 
@@ -341,14 +351,14 @@ def _found(pattern: str, qualifier: str) -> str:
 def forms(qualifier: str, kind: str) -> re.Pattern[str]:
     """Every way the corpus could name a qualifier, as one pattern: a quarter as words or as Qn, with the year
     anywhere after it; a year or a version number alone (no sentence with it may answer); a name as written."""
-    year = _found(_YEAR, qualifier) if kind in ("quarter", "q", "month", "year", "fy") else ""
+    year = _found(_YEAR, qualifier) if kind in ("quarter", "q", "month", "year", "fy", "split") else ""
     if kind in ("quarter", "q"):
         n = _ORDINALS.index(qualifier.split()[0].lower()) + 1 if kind == "quarter" else int(qualifier[1])
         return re.compile(rf"\b(?:{_ORDINALS[n - 1]} quarter|Q{n})\b.*?\b{year}\b", re.I)
     if kind == "month":
         month = _found("|".join(_MONTHS), qualifier)
         return re.compile(rf"\b{month}\b.*?\b{year}\b|\b{year}-{_MONTHS.index(month) + 1:02d}\b", re.I)
-    if kind in ("year", "fy"):
+    if kind in ("year", "fy", "split"):  # "2021/22" names 2021: any sentence naming that year may answer
         return re.compile(rf"(?<![\w.]){year}(?![\w.])")
     if kind == "version":
         number = _found(r"\d[\d.]*\d|\d", qualifier)
@@ -357,16 +367,27 @@ def forms(qualifier: str, kind: str) -> re.Pattern[str]:
 
 
 def question(c: Candidate, new_qualifier: str | None = None) -> str:
-    """The sentence asked back: its value replaced by the words that ask for it, its qualifier by the new one (or
-    kept, for a positive), cut after the clause that holds both ("Gross margin for the third quarter of 2024 was what
-    percentage?")."""
+    """The question asked of the sentence, its qualifier replaced by the new one (or kept, for a positive): built
+    from the parse (asking.py: "What percentage was non-revenue water for fiscal year 2024?"). A period's question
+    is that or nothing (''); another qualifier's, where the parse gives none, is the sentence spliced (_spliced)."""
     text, v, q = c.sentence.text, c.value, c.qualifier
     wh, v_start = _wh(v), v.start
     if v.kind in ("PERSON", "ORG") and re.search(r"\bby $", text[: v.start]):
-        wh = "whom"  # "largely developed by Loudoun" -> "largely developed by whom"; a thing stays "by what"
+        wh = "whom"  # "largely developed by Loudoun" -> "by whom"; a thing stays "by what"
     named = re.search(r"([A-Z][\w-]*) $", text[: v.start]) if v.kind == "version" else None
     if named:  # "HaloOS 4.0 was released ..." -> "Which HaloOS version was released ..."
         wh, v_start = f"which {named.group(1)} version", named.start()
+    new = new_qualifier if new_qualifier is not None else q.text
+    built = wh_question(text, Asked((v_start, v.end), wh, (q.start, q.end), new))
+    if built or q.group == "periods":
+        return built or ""
+    return _spliced(c, wh, v_start, new)
+
+
+def _spliced(c: Candidate, wh: str, v_start: int, new: str) -> str:
+    """The sentence asked back: its value replaced by the words that ask for it, its qualifier by the new one, cut
+    after the clause that holds both ("Gross margin for the third quarter of 2024 was what percentage?")."""
+    text, v, q = c.sentence.text, c.value, c.qualifier
     place = re.search(r"\b(?:in|at|to) $", text[: v.start]) if wh == "where" else None
     if place:  # "arrived in New France" -> "arrived where"
         v_start = place.start()
@@ -379,8 +400,7 @@ def question(c: Candidate, new_qualifier: str | None = None) -> str:
     out, at = [], breaks[-1] if breaks else 0  # from the start of the clause that holds both
     if v.kind in _NAMED and not re.sub(r"(?i)\bthe\b", "", text[at:v_start]).strip():
         wh = "who" if v.kind == "PERSON" else "what"  # the subject: "Polonia was relegated" -> "What was relegated"
-    pieces = sorted([(v_start, v.end, wh), (q.start, q.end, new_qualifier if new_qualifier is not None else q.text)])
-    for s, e, repl in pieces:
+    for s, e, repl in sorted([(v_start, v.end, wh), (q.start, q.end, new)]):
         out += [text[at:s], repl]
         at = e
     out.append(text[at:stop])

@@ -12,13 +12,22 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from ragpipe.golden.asking import governing_verb
 from ragpipe.golden.near_miss import Candidate, Sentence, qualifiers
 from ragpipe.reading import content_words
 
-RECURRING = frozenset({"quarter", "q", "fy", "month"})  # periods that recur by their nature
+RECURRING = frozenset({"quarter", "q", "fy", "split", "month"})  # periods that recur by their nature
 MEASURES = frozenset({"money", "percent", "count"})  # values that recur by their nature
 SAME_ATTRIBUTE = 0.6  # the share of the asked attribute's words another period's sentence must state
 FALSE_PREMISE = "false-premise"
+# Acts done once: the price of a contract awarded, of a company acquired, the name of who was appointed or what was
+# opened. Stated under a period, their value is the act's, not a measure of the period.
+ONE_OFF_ACTS = frozenset(
+    "award sign acquire buy purchase sell found establish open close complete finish begin start launch announce "
+    "approve appoint elect build construct inaugurate merge win donate grant raise borrow issue settle commission "
+    "demolish rename adopt ratify enact introduce discover invent name hire succeed replace create form".split()
+)
+_DAY_OF_EVENT = re.compile(r"\b(?:on|by)\s+(?:the\s+)?$", re.I)
 
 
 @dataclass
@@ -52,9 +61,21 @@ def _same(attribute: frozenset[str], words: frozenset[str]) -> bool:
     return shared >= min(2, len(attribute)) and shared >= SAME_ATTRIBUTE * len(attribute)
 
 
+def one_off(c: Candidate) -> bool:
+    """A value stated of an act done once (a price, a name, a date of an act in ONE_OFF_ACTS), or of the day
+    something happened ("peaked ... on August 11, 2020"; a balance "at March 31, 2022" is a period's)."""
+    day = c.qualifier.kind == "month" and re.search(r"\d{1,2},? \d{4}|^\d{1,2} ", c.qualifier.text)
+    if day and _DAY_OF_EVENT.search(c.sentence.text[: c.qualifier.start]):
+        return True
+    text = c.sentence.text
+    return c.value.kind != "count" and governing_verb(text, c.value.start, c.value.end) in ONE_OFF_ACTS
+
+
 def fair_period(c: Candidate, index: SeriesIndex) -> str:
     """Why moving this candidate's period makes a fair negative ('' when it is a one-off statement): the sibling
     periods the corpus states the same attribute for, or the period's recurring nature and the measure."""
+    if one_off(c):
+        return ""
     stated = sorted(
         {
             q

