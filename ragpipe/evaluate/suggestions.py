@@ -22,6 +22,7 @@ from ragpipe.golden import (
     Notes,
     SeriesIndex,
     agreeing,
+    cadence,
     candidates,
     change_notes,
     change_question,
@@ -116,7 +117,7 @@ def _pool(corpus: Corpus, notes: Notes, kinds: Iterable[str], taken: set[str]) -
     by_doc: dict[str, list[Candidate]] = {}
     for s in corpus.sentences:
         if s.text not in taken:
-            by_doc.setdefault(s.doc_id, []).extend(candidates(s, groups))
+            by_doc.setdefault(s.doc_id, []).extend(candidates(s, groups, corpus.periods.get(s.doc_id)))
     for c in notes.candidates if "changes" in kinds else []:
         if c.sentence.text not in taken:
             by_doc.setdefault(c.sentence.doc_id, []).append(c)
@@ -166,6 +167,7 @@ def _negative(
     seen: dict[str, set[str]],
     dropped: dict[str, int],
     fairness: tuple[str, str],
+    step: int = 1,
 ) -> Proposal | None:
     """The first sibling qualifier whose question the corpus does not answer; None when every one is answered. A
     change note is asked about another version of its subject, a value under another qualifier."""
@@ -177,7 +179,7 @@ def _negative(
     if change:
         sibs = change_siblings(c, notes, {v for k, vs in seen.items() if k.startswith("version:") for v in vs})
     else:
-        sibs = siblings(c.qualifier, seen)
+        sibs = siblings(c.qualifier, seen, step)
     tried = []
     for sib in sibs[:SIBLINGS_TRIED]:
         ev = search_change(c, sib, notes, corpus.sentences) if change else corpus.search(c, sib)
@@ -233,13 +235,13 @@ def _collect(
     used: set[tuple[str, str]] = set()
     n = 0
     pool = _pool(corpus, notes, kinds, taken)
-    index = series_index(corpus.sentences)
+    index = series_index(corpus.sentences, corpus.periods)
     for c in _round_robin(pool):
         if len(neg) >= negatives and len(pos) >= positives:
             break
         n += 1
         if len(neg) < negatives and ("n", c.subject or c.sentence.text) not in used:
-            p = _negative(c, corpus, notes, seen, dropped, _fairness(c, index, kinds))
+            p = _negative(c, corpus, notes, seen, dropped, _fairness(c, index, kinds), cadence(c, index))
             if p and p.suggestion_id not in decided and all(p.question != q.question for q in neg):
                 neg.append(p)
                 traps[p.suggestion_id] = c

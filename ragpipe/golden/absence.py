@@ -10,10 +10,12 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ragpipe.core import normalize_text
-from ragpipe.golden.near_miss import Candidate, Sentence, Span, forms, qualifiers, values
+from ragpipe.golden.alternatives import forms
+from ragpipe.golden.near_miss import Candidate, Sentence, Span, document_period, qualifiers, values
 
 PAIRS = 0.5  # a sentence under the qualifier holding this share of the attribute (by rarity) may answer it
 PAIRS_WITH_VALUE = 0.25  # ... or this share, when it states a value of the kind asked for
+_FAMILY = {"q": "quarter", "fy": "year", "split": "year"}  # kinds of period that name the same periods
 
 
 @dataclass
@@ -53,6 +55,8 @@ class Corpus:
     def __init__(self, sentences: Iterable[Sentence], documents: dict[str, str]):
         self.sentences = list(sentences)
         self.documents = documents  # doc id -> its text as chunked (the path is part of what names a qualifier)
+        titles = {d: next((line for line in text.splitlines() if line.strip()), "") for d, text in documents.items()}
+        self.periods = {d: p for d, t in titles.items() if (p := document_period(t)) is not None}  # by title
         self.by_chunk: dict[str, list[Sentence]] = {}
         self.df: dict[str, int] = {}
         self._groups: dict[str, frozenset[str]] = {}
@@ -61,12 +65,22 @@ class Corpus:
                 self.df[w] = self.df.get(w, 0) + 1
             self.by_chunk.setdefault(s.chunk_id, []).append(s)
 
-    def naming(self, pattern: re.Pattern[str], group: str, within: Iterable[Sentence] | None = None) -> list[Sentence]:
+    def naming(
+        self, pattern: re.Pattern[str], group: str, within: Iterable[Sentence] | None = None, kind: str = ""
+    ) -> list[Sentence]:
         """The sentences said of a qualifier: those that name it, and those of a document that names it which name
-        no other qualifier of its group (a sentence that says "in 2023" is not said of the 2022 in its title)."""
-        docs = {d for d, text in self.documents.items() if pattern.search(d) or pattern.search(text)}
+        no other qualifier of its group (a sentence that says "in 2023" is not said of the 2022 in its title). A
+        document whose title names a period of the same kind (a quarterly report, for a quarter) states its figures
+        for that period: it names another quarter only in a sentence that says so."""
+        docs = {d for d, text in self.documents.items() if self._names(d, text, pattern, kind)}
         pool = self.sentences if within is None else within
         return [s for s in pool if pattern.search(s.text) or (s.doc_id in docs and group not in self.groups_of(s.text))]
+
+    def _names(self, doc_id: str, text: str, pattern: re.Pattern[str], kind: str) -> bool:
+        title = self.periods.get(doc_id)
+        if title is not None and _FAMILY.get(kind, kind) == _FAMILY.get(title.kind, title.kind):
+            return bool(pattern.search(title.text))
+        return bool(pattern.search(doc_id) or pattern.search(text))
 
     def groups_of(self, text: str) -> frozenset[str]:
         """The kinds of qualifier a sentence or a document names, read once per text (every search asks again)."""
@@ -86,7 +100,7 @@ class Corpus:
     def search(self, c: Candidate, qualifier: str, within: Iterable[Sentence] | None = None) -> Evidence:
         """Does any sentence under `qualifier` answer what `c` asks? The closest three are kept as evidence."""
         pattern = forms(qualifier, c.qualifier.kind)
-        naming = self.naming(pattern, c.qualifier.group, within)
+        naming = self.naming(pattern, c.qualifier.group, within, c.qualifier.kind)
         scored = sorted(((s, self.share(c.attribute, s.words)) for s in naming), key=lambda x: (-x[1], x[0].chunk_id))
         ev = Evidence(pattern.pattern, len(naming), [(s.chunk_id, s.text, share) for s, share in scored[:3]])
         for s, share in scored:
@@ -118,12 +132,13 @@ def _stems(words: frozenset[str]) -> frozenset[str]:
 
 def _states_alike(value: Span, text: str) -> bool:
     """A value of the kind asked for; for a count, of the same thing counted ("1,247 robot arms" for "how many
-    robot arms")."""
+    robot arms"; "2.34 million tonnes" for "how many tonnes")."""
     found = [v for v in values(text, []) if v.kind == value.kind]
     if value.kind != "count" or len(value.text.split()) < 2:
         return bool(found)
     noun = value.text.split()[-1][:4]
-    return any(len(v.text.split()) > 1 and v.text.split()[-1][:4] == noun for v in found)
+    scaled = re.search(rf"\d[\d,.]*\s(?:(?:million|billion|thousand)\s)?{re.escape(noun)}", text, re.I)
+    return bool(scaled) or any(len(v.text.split()) > 1 and v.text.split()[-1][:4] == noun for v in found)
 
 
 def agreeing(c: Candidate, corpus: Corpus) -> tuple[bool, list[str]]:

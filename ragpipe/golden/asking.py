@@ -18,6 +18,8 @@ _OBJECTS = ("dobj", "attr", "acomp", "oprd", "npadvmod")
 _DROPPED_AFTER = ("conj", "cc", "parataxis", "punct", "advcl", "relcl", "appos", "dep")
 _DO = {"VBD": "did", "VBZ": "does", "VBP": "do"}
 _REFERRING = {"its", "their", "our", "his", "her", "this", "these", "that", "those", "such"}
+_NAMES = {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE"}
+_POINTING = {"this", "these", "those", "such"}  # "of these patients": the referent stayed in the document
 _BREAKS = (",", ";", ":", "(", "-", "\u2013", "\u2014")  # what ends a phrase or a clause ("-" only spaced)
 _LEADING = re.compile(r"^(?:however|also|additionally|meanwhile|overall|notably|similarly|likewise|finally)$", re.I)
 
@@ -33,6 +35,12 @@ class Asked:
     new_qualifier: str
 
 
+@functools.lru_cache(maxsize=4096)
+def parse(text: str) -> Any:
+    """A sentence parsed once: the candidates, their questions and their checks all read the same parse."""
+    return parser()(text)
+
+
 @functools.lru_cache(maxsize=1)
 def parser() -> Any:
     """spaCy's small English pipeline (its dependency parser, lemmas, and entities: "French" keeps its capital), loaded
@@ -44,7 +52,7 @@ def parser() -> Any:
 
 def wh_question(text: str, asked: Asked) -> str | None:
     """The question, or None when the parse does not give one that reads as a question."""
-    doc = parser()(text)
+    doc = parse(text)
     value = [t for t in doc if t.idx < asked.value[1] and t.idx + len(t) > asked.value[0]]
     if not value:
         return None
@@ -60,6 +68,8 @@ def wh_question(text: str, asked: Asked) -> str | None:
     verb = moved.head
     if verb.pos_ not in ("VERB", "AUX") or not _main(verb):
         return None  # a value in a subordinate clause: asking it would take the sentence apart
+    if any(c.dep_ == "conj" and c.pos_ == "VERB" and not _own_words(c) for c in verb.children):
+        return None  # "were admitted, transferred or discharged within ...": cut to one verb, it asks another thing
     gone = {t.i for t in moved.subtree} - _held(moved, asked)
     if phrase.dep_ in _SUBJECTS:  # a place or a person that is the subject: "What was relegated ...", "Who ..."
         wh = {"where": "what", "whom": "who"}.get(wh, wh)
@@ -82,10 +92,24 @@ def wh_question(text: str, asked: Asked) -> str | None:
     return _render(doc, verb, gone, words, asked, front=[fronted, do], subject=subject)
 
 
+def _points_back(tokens: list[Any]) -> bool:
+    """A determiner that points back to something the question does not say ("these patients", "this scheme")."""
+    return any(t.lower_ in _POINTING and t.dep_ in ("det", "predet", "amod") for t in tokens)
+
+
 def _main(verb: Any) -> bool:
     """The verb heads the sentence, or a clause joined to it with its own subject ("..., and the project was ...")."""
-    own_subject = any(c.dep_ in _SUBJECTS for c in verb.children)
-    return verb.dep_ == "ROOT" or (verb.dep_ == "conj" and verb.head.dep_ == "ROOT" and own_subject)
+    return verb.dep_ == "ROOT" or (verb.dep_ == "conj" and verb.head.dep_ == "ROOT" and _own_subject(verb))
+
+
+def _own_words(verb: Any) -> bool:
+    """A verb joined to another that says something of its own ("and added a wizard"), not one that shares what
+    follows ("admitted, transferred or discharged within four hours")."""
+    return any(c.dep_ not in ("cc", "conj", "punct") for c in verb.children)
+
+
+def _own_subject(verb: Any) -> bool:
+    return any(c.dep_ in _SUBJECTS for c in verb.children)
 
 
 def _held(moved: Any, asked: Asked) -> set[int]:
@@ -94,8 +118,10 @@ def _held(moved: Any, asked: Asked) -> set[int]:
     held: set[int] = set()
     for t in moved.subtree:
         inside = asked.qualifier[0] < t.idx + len(t) and t.idx < asked.qualifier[1]
-        if t.dep_ == "prep" and t.i != moved.i and any(
-            asked.qualifier[0] < u.idx + len(u) and u.idx < asked.qualifier[1] for u in t.subtree
+        if (
+            t.dep_ == "prep"
+            and t.i != moved.i
+            and any(asked.qualifier[0] < u.idx + len(u) and u.idx < asked.qualifier[1] for u in t.subtree)
         ):
             held |= {u.i for u in t.subtree}
         elif inside:
@@ -150,11 +176,13 @@ def _render(
     the fronted words after an opening phrase ("In fiscal 2022,"), the qualifier as the new one; what follows a
     comma after the verb (an aside, another clause) is cut, "however" and the like dropped."""
     kept = _cut([t for t in _clause(verb) if t.i not in gone], verb, asked)
+    if _points_back(kept):
+        return None
     first = subject.left_edge.i if subject is not None else min(t.i for t in kept)
     opening = [t for t in kept if t.i < first]
     rest = [t for t in kept if t.i >= first]
     w = subject.left_edge.text if subject is not None else ""
-    named = subject is not None and (subject.left_edge.pos_ == "PROPN" or subject.left_edge.ent_type_ != "")
+    named = subject is not None and (subject.left_edge.pos_ == "PROPN" or subject.left_edge.ent_type_ in _NAMES)
     if w and subject.left_edge.i == 0 and (subject.left_edge.pos_ == "DET" or not named) and not w[1:].isupper():
         words.setdefault(subject.left_edge.i, w[:1].lower() + w[1:])  # no longer the first word
     lead = _read(opening, words).strip()
@@ -162,9 +190,9 @@ def _render(
         lead += ","  # "In 1932, how many permits did ..."
     out = lead + " " + " ".join(front) + " " + _read(rest, words)
     old = doc.text[asked.qualifier[0] : asked.qualifier[1]]
-    if old not in out and asked.new_qualifier != old:
+    if old and old not in out and asked.new_qualifier != old:
         return None  # the qualifier was cut with an aside: the question would not ask of the new one
-    out = out.replace(old, asked.new_qualifier, 1)
+    out = out.replace(old, asked.new_qualifier, 1) if old else out  # none: the caller asks it before
     if re.search(r"[;:]\s", out):
         return None  # two clauses joined by a colon or a semicolon: not one question
     out = re.sub(r"\s+", " ", out)
@@ -221,8 +249,23 @@ def _text(tokens: list[Any]) -> str:
 def governing_verb(text: str, start: int, end: int) -> str:
     """The lemma of the verb that states the value at text[start:end] ("awarded ... for $27.4 million": "award"),
     '' when the parse finds none."""
-    doc = parser()(text)
-    t = next((t for t in doc if t.idx < end and t.idx + len(t) > start), None)
+    t = _verb_of(parse(text), (start, end))
+    return t.lemma_.lower() if t is not None else ""
+
+
+def _verb_of(doc: Any, span: tuple[int, int]) -> Any:
+    """The nearest verb above the first token of a character span, or None."""
+    t = next((t for t in doc if t.idx < span[1] and t.idx + len(t) > span[0]), None)
     while t is not None and t.pos_ not in ("VERB", "AUX"):
         t = None if t.head.i == t.i else t.head
-    return t.lemma_.lower() if t is not None else ""
+    return t
+
+
+def said_of(text: str, value: tuple[int, int], qualifier: tuple[int, int]) -> bool:
+    """The qualifier belongs to the clause that states the value: "by the time the school closed in July 1945, more
+    than 2,000 pilots had trained there" does not state the pilots of July 1945 (the year is the closing's)."""
+    doc = parse(text)
+    v, q = _verb_of(doc, value), _verb_of(doc, qualifier)
+    if v is None or q is None:
+        return True  # no verb to tell clauses apart: the text decides (_said_of in near_miss.py)
+    return v.i == q.i or (v.dep_ in ("xcomp", "conj") and v.head.i == q.i)

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from ragpipe.golden.asking import Asked, wh_question
+from ragpipe.golden.asking import Asked, said_of, wh_question
 from ragpipe.golden.prose import askable, english, readable
 from ragpipe.reading import content_words
 
@@ -16,7 +16,7 @@ QUALIFIER_KINDS = ("periods", "versions", "names", "changes")  # what a qualifie
 
 _ORDINALS = ["first", "second", "third", "fourth"]
 _MONTHS = "January February March April May June July August September October November December".split()
-_YEAR = r"(?:1[5-9]\d\d|20[0-4]\d)"
+YEAR = _YEAR = r"(?:1[5-9]\d\d|20[0-4]\d)"
 _FYEAR = rf"{_YEAR}(?:[/\u2013-]\d\d(?![\d%/-]))?"  # a year, or a financial year written "2022/23"
 
 # Qualifiers, most specific first: a span taken by one is not read again by a later one.
@@ -208,20 +208,30 @@ def _noun(words: str) -> str:
     return " ".join(kept)
 
 
-def candidates(sentence: Sentence, groups: Iterable[str] = QUALIFIER_KINDS) -> list[Candidate]:
+def candidates(
+    sentence: Sentence, groups: Iterable[str] = QUALIFIER_KINDS, period: Span | None = None
+) -> list[Candidate]:
     """Every (value, qualifier) pair said of each other: the one value in the qualifier's clause (two there are a
     list, and the question would be ambiguous); a value in another clause is not said of the qualifier (one that
-    opens the sentence, "In 2006, ...", is said of all of it)."""
+    opens the sentence, "In 2006, ...", is said of all of it). A sentence that names no period but says "in the
+    quarter" is said of its document's `period` (document_period)."""
     text = sentence.text
     quals = qualifiers(text, groups) if askable(text) else []
+    if period is not None and "periods" in groups and askable(text) and not qualifiers(text, ("periods",)):
+        quals += _titled(text, period)
     if not quals:
         return []
-    vals = values(text, qualifiers(text)) or names(text, qualifiers(text))
+    vals = [v for v in values(text, qualifiers(text)) if not _THRESHOLD.search(text[: v.start] + "|" + v.text)]
+    vals = vals or names(text, qualifiers(text))
     out = []
     for q in quals:
         if _BOUNDING.search(text[: q.start]) or text.count("(", 0, q.start) > text.count(")", 0, q.start):
             continue  # "since 2002": a bound, another year inside it may be answered by it; "(PEP 249)": a citation
-        said = [v for v in vals if _said_of(text, v, q)]
+        said = [
+            v
+            for v in vals
+            if q.start == q.end or _said_of(text, v, q) and said_of(text, (v.start, v.end), (q.start, q.end))
+        ]
         if len(said) != 1:
             continue
         asked = question(Candidate(sentence, said[0], q, frozenset()))
@@ -229,6 +239,50 @@ def candidates(sentence: Sentence, groups: Iterable[str] = QUALIFIER_KINDS) -> l
         if attribute and readable(asked):
             out.append(Candidate(sentence, said[0], q, attribute))
     return out
+
+
+# A duration named as a bound ("waiting over 78 weeks", "within four hours"): a standard, not a figure to ask for
+_THRESHOLD = re.compile(
+    r"\b(?:over|under|within|than|least|longer|beyond|up to)\s+\|\S+\s(?:weeks?|days?|hours?|minutes?|months?|years?)$",
+    re.I,
+)
+# "the quarter" of a quarterly report, "the year" of an annual one: the period its title names
+DEICTIC = re.compile(
+    r"\b(?:in|during|for|over|across|throughout)\s+(the\s+(?:quarter|year|financial year|fiscal year|month|"
+    r"period|half[- ]year))\b|\b(?:in\s+)?(this\s+(?:quarter|year|month))\b",
+    re.I,
+)
+
+
+# A sentence that places its figure in time by itself ("a year earlier", "by March", "will"): not the title's period
+_TIMED = re.compile(
+    rf"\b(?:earlier|previous|prior|last|first|past|ago|since|until|next|following|later|will|would|should|could|"
+    rf"may|might|expected|projected|forecast|target|"
+    rf"plan(?:s|ned)?|aim|goal|year|years|quarter|month|{'|'.join(_MONTHS)})\b|\d{{4}}",
+    re.I,
+)
+
+
+def _titled(text: str, period: Span) -> list[Span]:
+    """The title's period in a sentence of its document: where the sentence says "in the quarter" (the span to
+    replace), or, where it says nothing of time at all, asked before the question ("In Q2 2022/23, how many ...?",
+    an empty span at 0)."""
+    m = DEICTIC.search(text)
+    if m:
+        at = m.span(1) if m.group(1) else m.span(2)
+        return [Span(period.kind, period.text, at[0], at[1], "periods")]
+    return [] if _TIMED.search(text) else [Span(period.kind, period.text, 0, 0, "periods")]
+
+
+def titled_sentence(text: str, period: Span) -> bool:
+    """The sentence is said of its document's title period (see _titled)."""
+    return bool(_titled(text, period))
+
+
+def document_period(title: str) -> Span | None:
+    """The period a document's title names ("Quarterly Performance Report - Q1 2022/23"), its first one."""
+    found = qualifiers(title, ("periods",))
+    return found[0] if found else None
 
 
 def _said_of(text: str, v: Span, q: Span) -> bool:
@@ -280,92 +334,6 @@ _GOVERNS = set(
 _ASKING = content_words("how much many what percentage date which version who where")  # the asking words
 
 
-def _shift_year(text: str, year: int) -> str:
-    split = re.search(rf"({_YEAR})([/\u2013-])\d\d", text)
-    if split:  # a financial year "2022/23" moves as a whole: "2021/22"
-        return text[: split.start()] + f"{year}{split.group(2)}{(year + 1) % 100:02d}" + text[split.end() :]
-    return re.sub(_YEAR, str(year), text, count=1) if re.search(_YEAR, text) else text
-
-
-def siblings(q: Span, seen: dict[str, set[str]]) -> list[str]:
-    """Qualifiers of the same shape that are not this one, nearest first: other years and quarters, other versions
-    (those the corpus names first), other names of the same pattern the corpus holds (SHA-256 -> SHA-512)."""
-    if q.group == "periods":
-        year = int(_found(_YEAR, q.text))
-        out = [_shift_year(q.text, y) for y in (year - 1, year + 1, year - 2) if re.fullmatch(_YEAR, str(y))]
-        if q.kind == "quarter":
-            ordinal = q.text.split()[0]
-            i = _ORDINALS.index(ordinal.lower())
-            others = [o for j, o in enumerate(_ORDINALS) if j != i]
-            out = [q.text.replace(ordinal, o.capitalize() if ordinal[0].isupper() else o, 1) for o in others] + out
-        elif q.kind == "q":
-            n = int(q.text[1])
-            out = [q.text.replace(f"Q{n}", f"Q{j}", 1) for j in (1, 2, 3, 4) if j != n] + out
-        return out
-    if q.kind == "version":
-        lead, number = _lead(q.text), q.text[len(_lead(q.text)) :]
-        parts = number.split(".")
-        near = [".".join(parts[:-1] + [str(int(parts[-1]) + d)]) for d in (1, -1) if int(parts[-1]) + d >= 0]
-        named = sorted(
-            seen.get(f"version:{lead.strip().lower()}", set()) - {number}, key=lambda n: _distance(n, number)
-        )
-        return [f"{lead}{n}" for n in dict.fromkeys(named[:3] + near)]
-    key = _shape(q)
-    return sorted(seen.get(key, set()) - {q.text}, key=lambda t: (len(t), t))[:4]
-
-
-def _lead(version: str) -> str:
-    """What names a version before its number: "Python " of "Python 3.11", "v" of "v2.0"."""
-    return _found(r"^\D*", version)
-
-
-def _distance(a: str, b: str) -> tuple[int, ...]:
-    pa, pb = [int(x) for x in a.split(".")], [int(x) for x in b.split(".")]
-    return (len(pa) != len(pb), *(abs(x - y) for x, y in zip(pa, pb)))
-
-
-def _shape(q: Span) -> str:
-    if q.kind == "version":
-        return f"version:{_lead(q.text).strip().lower()}"
-    if q.kind == "shaped":
-        return "shaped:" + re.split(r"[- ]", q.text)[0].lower()
-    if q.kind == "code":
-        return "code:" + re.split(r"(::|\.)(?=[^.:]*`$)", q.text)[0].lower()
-    return q.kind
-
-
-def remember(seen: dict[str, set[str]], q: Span) -> None:
-    """Record a qualifier the corpus names, for siblings(): versions by their number, names whole."""
-    value = _found(r"\d[\d.]*$", q.text) if q.kind == "version" else q.text
-    seen.setdefault(_shape(q), set()).add(value)
-
-
-def _found(pattern: str, qualifier: str) -> str:
-    """What `pattern` finds in a qualifier of its kind (the kind was read from that very text, so it is there)."""
-    m = re.search(pattern, qualifier)
-    if m is None:
-        raise ValueError(f"qualifier {qualifier!r} does not hold {pattern!r}")
-    return m.group(0)
-
-
-def forms(qualifier: str, kind: str) -> re.Pattern[str]:
-    """Every way the corpus could name a qualifier, as one pattern: a quarter as words or as Qn, with the year
-    anywhere after it; a year or a version number alone (no sentence with it may answer); a name as written."""
-    year = _found(_YEAR, qualifier) if kind in ("quarter", "q", "month", "year", "fy", "split") else ""
-    if kind in ("quarter", "q"):
-        n = _ORDINALS.index(qualifier.split()[0].lower()) + 1 if kind == "quarter" else int(qualifier[1])
-        return re.compile(rf"\b(?:{_ORDINALS[n - 1]} quarter|Q{n})\b.*?\b{year}\b", re.I)
-    if kind == "month":
-        month = _found("|".join(_MONTHS), qualifier)
-        return re.compile(rf"\b{month}\b.*?\b{year}\b|\b{year}-{_MONTHS.index(month) + 1:02d}\b", re.I)
-    if kind in ("year", "fy", "split"):  # "2021/22" names 2021: any sentence naming that year may answer
-        return re.compile(rf"(?<![\w.]){year}(?![\w.])")
-    if kind == "version":
-        number = _found(r"\d[\d.]*\d|\d", qualifier)
-        return re.compile(rf"(?<![\d.]){re.escape(number)}(?![\d]|\.\d)")
-    return re.compile(rf"(?<![\w-]){re.escape(qualifier.strip('`'))}(?![\w-])", re.I)
-
-
 def question(c: Candidate, new_qualifier: str | None = None) -> str:
     """The question asked of the sentence, its qualifier replaced by the new one (or kept, for a positive): built
     from the parse (asking.py: "What percentage was non-revenue water for fiscal year 2024?"). A period's question
@@ -379,6 +347,8 @@ def question(c: Candidate, new_qualifier: str | None = None) -> str:
         wh, v_start = f"which {named.group(1)} version", named.start()
     new = new_qualifier if new_qualifier is not None else q.text
     built = wh_question(text, Asked((v_start, v.end), wh, (q.start, q.end), new))
+    if built and q.start == q.end:  # the title's period, asked before the question
+        built = f"In {new}, {built[:1].lower()}{built[1:]}"
     if built or q.group == "periods":
         return built or ""
     return _spliced(c, wh, v_start, new)

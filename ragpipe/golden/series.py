@@ -8,12 +8,13 @@ Such a false-premise question is proposed only when asked for (`--kinds false-pr
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
 from ragpipe.golden.asking import governing_verb
-from ragpipe.golden.near_miss import Candidate, Sentence, qualifiers
+from ragpipe.golden.near_miss import YEAR, Candidate, Sentence, Span, qualifiers, titled_sentence
 from ragpipe.reading import content_words
 
 RECURRING = frozenset({"quarter", "q", "fy", "split", "month"})  # periods that recur by their nature
@@ -38,11 +39,15 @@ class SeriesIndex:
     by_kind: dict[str, list[tuple[frozenset[str], str]]] = field(default_factory=dict)
 
 
-def series_index(sentences: Iterable[Sentence]) -> SeriesIndex:
+def series_index(sentences: Iterable[Sentence], titled: dict[str, Span] | None = None) -> SeriesIndex:
+    """`titled`: the period each document's title names, for its sentences that say "in the quarter"."""
     index = SeriesIndex()
     for s in sentences:
         text = s.text.rstrip(".")  # a year that ends the sentence ("... in 2021.") is a period too
         periods = qualifiers(text, ("periods",))
+        if not periods and titled and s.doc_id in titled and titled_sentence(text, titled[s.doc_id]):
+            periods = [titled[s.doc_id]]
+            text += " " + titled[s.doc_id].text
         rest = text
         for q in reversed(periods):
             rest = rest[: q.start] + rest[q.end :]
@@ -69,6 +74,20 @@ def one_off(c: Candidate) -> bool:
         return True
     text = c.sentence.text
     return c.value.kind != "count" and governing_verb(text, c.value.start, c.value.end) in ONE_OFF_ACTS
+
+
+def cadence(c: Candidate, index: SeriesIndex) -> int:
+    """The step of a series of years the corpus states the attribute for: 10 where censuses are 1871, 1881 and
+    1891 (a sibling 1890 would be a typo, 1861 a census that may have been held); 1 where it is not regular."""
+    if c.qualifier.kind != "year":
+        return 1
+    years = {int(c.qualifier.text)} | {
+        int(y) for words, q in index.by_kind.get("year", []) if _same(c.attribute, words) for y in re.findall(YEAR, q)
+    }
+    if len(years) < 3:
+        return 1
+    ordered = sorted(years)
+    return math.gcd(*(b - a for a, b in zip(ordered, ordered[1:])))
 
 
 def fair_period(c: Candidate, index: SeriesIndex) -> str:
