@@ -7,6 +7,8 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py reports --negatives 40       # bench/data/suggest/reports (10 reports)
     .venv/bin/python bench/suggest.py gazetteer --negatives 40     # bench/data/suggest/gazetteer (12 articles)
     .venv/bin/python bench/suggest.py hospital --negatives 40      # bench/data/suggest/hospital (10 documents)
+    .venv/bin/python bench/suggest.py atlas --negatives 40         # bench/data/suggest/atlas (12 articles)
+    .venv/bin/python bench/suggest.py transit --negatives 40       # bench/data/suggest/transit (10 documents)
 
 Each corpus is ingested once into bench/results/suggest_<name>/ under the default settings (then reused), and
 `ragpipe golden suggest` runs as a user runs it, in its own process (whole-process wall time). A sample of the
@@ -40,6 +42,10 @@ CORPORA = {
     # policy, a press release, a board summary)
     "gazetteer": (JUDGED / "gazetteer", []),
     "hospital": (JUDGED / "hospital", []),
+    # and two more, run once with the rules frozen after the two above had been read: 12 encyclopedia articles on
+    # unrelated subjects; 10 documents of a city's transit agency
+    "atlas": (JUDGED / "atlas", []),
+    "transit": (JUDGED / "transit", []),
 }
 
 

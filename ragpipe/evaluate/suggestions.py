@@ -29,6 +29,7 @@ from ragpipe.golden import (
     change_siblings,
     fair_period,
     qualifiers,
+    passages_of,
     question,
     remember,
     search_change,
@@ -107,7 +108,9 @@ def read_corpus(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> tuple[Corpu
     for _, doc_id, text in rows:
         documents.setdefault(doc_id, []).append(text)
     sentences = [s for chunk_id, doc_id, text in rows for s in sentences_of(chunk_id, doc_id, text)]
-    return Corpus(sentences, {d: "\n".join(t) for d, t in documents.items()}), change_notes(rows), len(rows)
+    passages = [s for chunk_id, doc_id, text in rows for s in passages_of(chunk_id, doc_id, text)]
+    joined = {d: "\n".join(t) for d, t in documents.items()}
+    return Corpus(sentences, joined, passages), change_notes(rows), len(rows)
 
 
 def _pool(corpus: Corpus, notes: Notes, kinds: Iterable[str], taken: set[str]) -> dict[str, list[Candidate]]:
@@ -182,7 +185,7 @@ def _negative(
         sibs = siblings(c.qualifier, seen, step)
     tried = []
     for sib in sibs[:SIBLINGS_TRIED]:
-        ev = search_change(c, sib, notes, corpus.sentences) if change else corpus.search(c, sib)
+        ev = search_change(c, sib, notes, corpus.searched) if change else corpus.search(c, sib)
         tried.append({"qualifier": sib, "pattern": ev.pattern, "answered_by": ev.answered_by and ev.answered_by[1]})
         if ev.absent:
             asked = change_question(c, sib) if change else question(c, sib)
@@ -235,7 +238,7 @@ def _collect(
     used: set[tuple[str, str]] = set()
     n = 0
     pool = _pool(corpus, notes, kinds, taken)
-    index = series_index(corpus.sentences, corpus.periods)
+    index = series_index(corpus.searched, corpus.periods)
     for c in _round_robin(pool):
         if len(neg) >= negatives and len(pos) >= positives:
             break
@@ -298,7 +301,7 @@ def suggest(
         )
     corpus, notes, n_chunks = read_corpus(con, settings.chunker_tag)
     seen: dict[str, set[str]] = {}
-    for s in corpus.sentences:
+    for s in corpus.searched:
         for q in qualifiers(s.text):
             remember(seen, q)
     dropped: dict[str, int] = dict.fromkeys(

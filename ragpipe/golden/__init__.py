@@ -28,6 +28,7 @@ _EXPORTS = {
         "Sentence",
         "Candidate",
         "sentences_of",
+        "passages_of",
         "qualifiers",
         "values",
         "names",

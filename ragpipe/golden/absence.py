@@ -52,15 +52,16 @@ class Corpus:
     A qualifier named anywhere in a document (its path, its title, a heading) may be what every sentence of it is
     said of ("Revenue for the quarter was ..." in q1-2023.md): such sentences count as naming it."""
 
-    def __init__(self, sentences: Iterable[Sentence], documents: dict[str, str]):
-        self.sentences = list(sentences)
+    def __init__(self, sentences: Iterable[Sentence], documents: dict[str, str], passages: Iterable[Sentence] = ()):
+        self.sentences = list(sentences)  # prose: what a question may be made of
+        self.searched = self.sentences + list(passages)  # and tables, lists, headings: what absence searches
         self.documents = documents  # doc id -> its text as chunked (the path is part of what names a qualifier)
         titles = {d: next((line for line in text.splitlines() if line.strip()), "") for d, text in documents.items()}
         self.periods = {d: p for d, t in titles.items() if (p := document_period(t)) is not None}  # by title
         self.by_chunk: dict[str, list[Sentence]] = {}
         self.df: dict[str, int] = {}
         self._groups: dict[str, frozenset[str]] = {}
-        for s in self.sentences:
+        for s in self.searched:
             for w in s.words:
                 self.df[w] = self.df.get(w, 0) + 1
             self.by_chunk.setdefault(s.chunk_id, []).append(s)
@@ -73,7 +74,7 @@ class Corpus:
         document whose title names a period of the same kind (a quarterly report, for a quarter) states its figures
         for that period: it names another quarter only in a sentence that says so."""
         docs = {d for d, text in self.documents.items() if self._names(d, text, pattern, kind)}
-        pool = self.sentences if within is None else within
+        pool = self.searched if within is None else within
         return [s for s in pool if pattern.search(s.text) or (s.doc_id in docs and group not in self.groups_of(s.text))]
 
     def _names(self, doc_id: str, text: str, pattern: re.Pattern[str], kind: str) -> bool:
@@ -93,7 +94,7 @@ class Corpus:
         other sentence, like the company's name, says little about what a sentence is about). Words meet at four
         letters here ("shipments" and "shipped"): absence errs towards finding an answer."""
         attribute, words = _stems(attribute), _stems(words)
-        weight = {w: math.log((len(self.sentences) + 1) / (1 + self.df.get(w, 0))) + 0.1 for w in attribute}
+        weight = {w: math.log((len(self.searched) + 1) / (1 + self.df.get(w, 0))) + 0.1 for w in attribute}
         total = sum(weight.values())
         return sum(weight[w] for w in attribute & words) / total if total else 0.0
 

@@ -20,6 +20,10 @@ _DO = {"VBD": "did", "VBZ": "does", "VBP": "do"}
 _REFERRING = {"its", "their", "our", "his", "her", "this", "these", "that", "those", "such"}
 _NAMES = {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE"}
 _POINTING = {"this", "these", "those", "such"}  # "of these patients": the referent stayed in the document
+_LEVELS = {"reach", "rise", "fall", "climb", "drop", "increase", "decrease", "grow", "decline", "total", "average"}
+_LEVELS |= {"stand", "amount", "come", "hit"}
+_LEVEL_ASKED = ("how much", "what percentage", "what")  # "how many robot arms" keeps the unit it asks in
+_GENERIC = {"figure", "number", "total", "rate", "share", "proportion", "amount", "level", "result", "score", "value"}
 _BREAKS = (",", ";", ":", "(", "-", "\u2013", "\u2014")  # what ends a phrase or a clause ("-" only spaced)
 _LEADING = re.compile(r"^(?:however|also|additionally|meanwhile|overall|notably|similarly|likewise|finally)$", re.I)
 
@@ -59,6 +63,8 @@ def wh_question(text: str, asked: Asked) -> str | None:
     phrase = next(t for t in value if t.head not in value or t.head == t)
     if phrase.dep_ in ("nummod", "quantmod", "compound", "amod", "nmod", "poss"):
         return None  # "the $6.1 million project": the value modifies another word, asking it garbles the phrase
+    if any(t.lower_ == "of" and _holds(t, asked.qualifier) for t in phrase.subtree if t.dep_ == "prep"):
+        return None  # "87.9% of the first quarter of 2019": the period is the base of a share, not the statement's
     wh = _wh_phrase(phrase, value, asked)
     if phrase.dep_ == "npadvmod" and phrase.head.dep_ == "acomp":  # "was 54 percent complete"
         phrase, wh = phrase.head, f"{wh} {phrase.head.text}"
@@ -68,7 +74,8 @@ def wh_question(text: str, asked: Asked) -> str | None:
     verb = moved.head
     if verb.pos_ not in ("VERB", "AUX") or not _main(verb):
         return None  # a value in a subordinate clause: asking it would take the sentence apart
-    if any(c.dep_ == "conj" and c.pos_ == "VERB" and not _own_words(c) for c in verb.children):
+    listed = verb.i + 2 < len(doc) and doc[verb.i + 1].text == "," and doc[verb.i + 2].tag_ in ("VBN", "VBD")
+    if listed or any(c.dep_ == "conj" and c.pos_ == "VERB" and not _own_words(c) for c in verb.children):
         return None  # "were admitted, transferred or discharged within ...": cut to one verb, it asks another thing
     gone = {t.i for t in moved.subtree} - _held(moved, asked)
     if phrase.dep_ in _SUBJECTS:  # a place or a person that is the subject: "What was relegated ...", "Who ..."
@@ -81,7 +88,10 @@ def wh_question(text: str, asked: Asked) -> str | None:
         return None
     fronted = wh if moved.i == phrase.i else _pied_piped(moved, wh)
     auxes = [c for c in verb.children if c.dep_ in ("aux", "auxpass") and c.i < verb.i]
-    if auxes:  # "has reached" -> "has ... reached"
+    level = _level(verb, moved, phrase, subject) if not auxes and wh == asked.wh in _LEVEL_ASKED else ""
+    if level:  # "rose to $8.11" -> "What was operating cost per boarding ...", not "To how much did ... rise"
+        fronted, do, words = "what", level, {verb.i: ""}
+    elif auxes:  # "has reached" -> "has ... reached"
         do, words = auxes[0].text.lower(), {auxes[0].i: ""}
     elif verb.lemma_ == "be" or verb.pos_ == "AUX":  # "was" -> "was ..."
         do, words = verb.text.lower(), {verb.i: ""}
@@ -92,9 +102,18 @@ def wh_question(text: str, asked: Asked) -> str | None:
     return _render(doc, verb, gone, words, asked, front=[fronted, do], subject=subject)
 
 
+def _level(verb: Any, moved: Any, phrase: Any, subject: Any) -> str:
+    """The verb states a level ("reached 48,900", "rose to $8.11", "stood at 87%"): the question asks what the
+    subject was ("was", "were", "is", "are"), '' otherwise (a change "rose by 4%" is asked as such)."""
+    if verb.lemma_ not in _LEVELS or (moved.i != phrase.i and moved.lower_ not in ("to", "at")):
+        return ""
+    plural = subject.tag_ in ("NNS", "NNPS")
+    return {"VBD": "were" if plural else "was", "VBZ": "is", "VBP": "are"}.get(verb.tag_, "")
+
+
 def _points_back(tokens: list[Any]) -> bool:
     """A determiner that points back to something the question does not say ("these patients", "this scheme")."""
-    return any(t.lower_ in _POINTING and t.dep_ in ("det", "predet", "amod") for t in tokens)
+    return any(t.lower_ in _POINTING | {"that"} and t.dep_ in ("det", "predet", "amod") for t in tokens)
 
 
 def _main(verb: Any) -> bool:
@@ -112,17 +131,18 @@ def _own_subject(verb: Any) -> bool:
     return any(c.dep_ in _SUBJECTS for c in verb.children)
 
 
+def _holds(t: Any, span: tuple[int, int]) -> bool:
+    """The token's phrase holds characters of the span."""
+    return any(span[0] < u.idx + len(u) and u.idx < span[1] for u in t.subtree)
+
+
 def _held(moved: Any, asked: Asked) -> set[int]:
     """What stays in the clause when the phrase moves: a phrase in it that holds the qualifier ("$147.6 million in
     fiscal year 2022" asks "How much did operating revenue reach in fiscal year 2022?"), and what follows a break."""
     held: set[int] = set()
     for t in moved.subtree:
         inside = asked.qualifier[0] < t.idx + len(t) and t.idx < asked.qualifier[1]
-        if (
-            t.dep_ == "prep"
-            and t.i != moved.i
-            and any(asked.qualifier[0] < u.idx + len(u) and u.idx < asked.qualifier[1] for u in t.subtree)
-        ):
+        if t.dep_ == "prep" and t.i != moved.i and _holds(t, asked.qualifier):
             held |= {u.i for u in t.subtree}
         elif inside:
             held.add(t.i)
@@ -160,6 +180,8 @@ def _names_its_referent(subject: Any) -> bool:
     words = [t for t in subject.subtree]
     if subject.pos_ == "PRON" or subject.lower_ in _REFERRING:
         return False
+    if subject.lower_ in _GENERIC and all(t.i == subject.i or t.dep_ == "det" for t in words):
+        return False  # "the figure", "the total": of what?
     return not any(t.lower_ in _REFERRING and t.dep_ in ("det", "poss") and t.head == subject for t in words)
 
 
@@ -193,7 +215,7 @@ def _render(
     if old and old not in out and asked.new_qualifier != old:
         return None  # the qualifier was cut with an aside: the question would not ask of the new one
     out = out.replace(old, asked.new_qualifier, 1) if old else out  # none: the caller asks it before
-    if re.search(r"[;:]\s", out):
+    if re.search(r"[;:](?!\d)", out):
         return None  # two clauses joined by a colon or a semicolon: not one question
     out = re.sub(r"\s+", " ", out)
     out = re.sub(r"\s+([,.;:?!%)])", r"\1", out).replace("( ", "(").strip(" ,.;:")

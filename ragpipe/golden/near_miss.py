@@ -117,6 +117,17 @@ def sentences_of(chunk_id: str, doc_id: str, text: str) -> Iterator[Sentence]:
                     yield Sentence(chunk_id, doc_id, s, frozenset(content_words(s)))
 
 
+def passages_of(chunk_id: str, doc_id: str, text: str) -> Iterator[Sentence]:
+    """What sentences_of leaves out (a table row or a whole table flattened into a line, a list item, a heading, a
+    long or short line): no trap is made of it, but absence searches it too ("Q3 2023 ... 84.7%" in a table answers
+    a question of the third quarter)."""
+    kept = {s.text for s in sentences_of(chunk_id, doc_id, text)}
+    for line in text.split("\n"):
+        s = line.strip()
+        if s and s not in kept and not any(k in s for k in kept) and re.search(r"\d", s):
+            yield Sentence(chunk_id, doc_id, s, frozenset(content_words(s)))
+
+
 def _prose(text: str) -> bool:
     """Running text, not code or a table flattened into a line (a run of spaces, a fence, mostly symbols)."""
     if "```" in text or re.search(r"\S {3,}\S", text):
@@ -280,9 +291,29 @@ def titled_sentence(text: str, period: Span) -> bool:
 
 
 def document_period(title: str) -> Span | None:
-    """The period a document's title names ("Quarterly Performance Report - Q1 2022/23"), its first one."""
+    """The period a document's title names ("Quarterly Performance Report - Q1 2022/23", "Report: January-March
+    2023" a quarter), its first one, a quarter written as in a sentence ("first quarter of 2023"). A day is the
+    document's date ("Meeting of 15 March 2023"), not a period its figures are for; a range of other months, none."""
+    months = re.search(rf"\b({'|'.join(_MONTHS)})\s?[\u2013-]\s?({'|'.join(_MONTHS)}),? ({_YEAR})\b", title)
+    if months:
+        first, last = _MONTHS.index(months.group(1)), _MONTHS.index(months.group(2))
+        if first % 3 or last != first + 2:
+            return None
+        text = f"{_ORDINALS[first // 3]} quarter of {months.group(3)}"
+        return Span("quarter", text, 0, len(text), "periods")
     found = qualifiers(title, ("periods",))
-    return found[0] if found else None
+    if not found or (found[0].kind == "month" and re.search(r"\d{1,2}\D+\d{4}", found[0].text)):
+        return None
+    q = found[0]
+    if q.kind == "quarter":
+        ordinal, year = q.text.split()[0].lower(), _found_year(q.text)
+        return Span("quarter", f"{ordinal} quarter of {year}", 0, 0, "periods")
+    return q
+
+
+def _found_year(text: str) -> str:
+    m = re.search(_FYEAR, text)
+    return m.group(0) if m else ""
 
 
 def _said_of(text: str, v: Span, q: Span) -> bool:
@@ -346,9 +377,11 @@ def question(c: Candidate, new_qualifier: str | None = None) -> str:
     if named:  # "HaloOS 4.0 was released ..." -> "Which HaloOS version was released ..."
         wh, v_start = f"which {named.group(1)} version", named.start()
     new = new_qualifier if new_qualifier is not None else q.text
-    built = wh_question(text, Asked((v_start, v.end), wh, (q.start, q.end), new))
-    if built and q.start == q.end:  # the title's period, asked before the question
-        built = f"In {new}, {built[:1].lower()}{built[1:]}"
+    titled = text[q.start : q.end] != q.text  # "the quarter", or nothing: the title's period
+    shown = f"the {new}" if titled and q.kind == "quarter" else new  # "during the second quarter of 2023"
+    built = wh_question(text, Asked((v_start, v.end), wh, (q.start, q.end), shown))
+    if built and q.start == q.end:  # asked before the question
+        built = f"In {shown}, {built[:1].lower()}{built[1:]}"
     if built or q.group == "periods":
         return built or ""
     return _spliced(c, wh, v_start, new)

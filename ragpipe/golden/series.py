@@ -28,7 +28,7 @@ ONE_OFF_ACTS = frozenset(
     "approve appoint elect build construct inaugurate merge win donate grant raise borrow issue settle commission "
     "demolish rename adopt ratify enact introduce discover invent name hire succeed replace create form".split()
 )
-_DAY_OF_EVENT = re.compile(r"\b(?:on|by)\s+(?:the\s+)?$", re.I)
+_DAY_OF_EVENT = re.compile(r"\b(?:on|by)\s+(?:the\s+)?(?:(?:night|morning|evening|afternoon)\s+of\s+)?$", re.I)
 
 
 @dataclass

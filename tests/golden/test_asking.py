@@ -1,0 +1,164 @@
+"""Questions built from the parse (golden/asking.py): the phrase holding the value fronted with the verb, or asked in
+place when it is the subject; None where the parse gives no question a person would read. And what makes a report's
+figure a fair negative: its document's period, its clause, its cadence (golden/near_miss.py, series.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragpipe.golden import Corpus, candidates, cadence, fair_period, question, sentences_of, series_index, siblings
+from ragpipe.golden.asking import Asked, said_of, wh_question
+from ragpipe.golden.near_miss import Sentence, document_period, passages_of, qualifiers
+from ragpipe.golden.series import one_off
+from ragpipe.reading import content_words
+
+
+def _ask(text: str, value: str, wh: str, qualifier: str, new: str) -> str | None:
+    v, q = text.index(value), text.index(qualifier)
+    return wh_question(text, Asked((v, v + len(value)), wh, (q, q + len(qualifier)), new))
+
+
+def _sentence(text: str, doc: str = "d.md") -> Sentence:
+    return Sentence("c0", doc, text, frozenset(content_words(text)))
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "wh", "qualifier", "new", "expected"),
+    [
+        (  # an object: fronted, the verb with do-support
+            "The company shipped 1,184 robot arms in fiscal year 2023.",
+            "1,184 robot arms", "how many robot arms", "fiscal year 2023", "fiscal year 2022",
+            "How many robot arms did the company ship in fiscal year 2022?",
+        ),
+        (  # a copula's complement: the verb itself fronted; the first word no longer first
+            "Non-revenue water for fiscal year 2023 was 16.4 percent of water produced.",
+            "16.4 percent", "what percentage", "fiscal year 2023", "fiscal year 2024",
+            "What percentage of water produced was non-revenue water for fiscal year 2024?",
+        ),
+        (  # a preposition moves with its question words
+            "Passenger numbers rose by 12 percent in 2018.",
+            "12 percent", "what percentage", "2018", "2017",
+            "By what percentage did passenger numbers rise in 2017?",
+        ),
+        (  # a level ("rose to"): what the subject was
+            "Operating cost per boarding rose to $8.11 in 2019, reflecting higher labour costs.",
+            "$8.11", "how much", "2019", "2018",
+            "What was operating cost per boarding in 2018?",
+        ),
+        (  # the subject: asked in place
+            "About 3,100 students were enrolled at the school in 2019, up from 2,800 a decade earlier.",
+            "3,100 students", "how many students", "2019", "2018",
+            "How many students were enrolled at the school in 2018?",
+        ),
+        (  # an opening phrase stays first, with its comma
+            "In 1931 the county recorded 412 permits across its eleven towns.",
+            "412 permits", "how many permits", "1931", "1932",
+            "In 1932, how many permits did the county record across its eleven towns?",
+        ),
+        (  # the period inside the value's phrase stays in the clause
+            "Operating revenue reached $147.6 million in fiscal year 2022, up 4.5 percent from the previous year.",
+            "$147.6 million", "how much", "fiscal year 2022", "fiscal year 2021",
+            "What was operating revenue in fiscal year 2021?",
+        ),
+        (  # a hyphen inside a name is no break
+            "The contract was awarded in February 2022 to the Caldwell-Ferris Joint Venture for $152.3 million.",
+            "$152.3 million", "how much", "February 2022", "February 2021",
+            "For how much was the contract awarded in February 2021 to the Caldwell-Ferris Joint Venture?",
+        ),
+    ],
+)  # fmt: skip
+def test_the_phrase_holding_the_value_is_asked_as_a_person_asks_it(
+    text: str, value: str, wh: str, qualifier: str, new: str, expected: str
+) -> None:
+    assert _ask(text, value, wh, qualifier, new) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "qualifier"),
+    [
+        ("It was signed by 51 delegates in 1946.", "51 delegates", "1946"),  # a pronoun: of what?
+        ("The $6.1 million project was completed in May 2022.", "$6.1 million", "May 2022"),  # inside a phrase
+        ("Of these patients, 72.9% were seen within four hours in 2022.", "72.9%", "2022"),  # points back
+        ("In 2022, 74.2% of patients were admitted, transferred or discharged within four hours.", "74.2%", "2022"),
+        ("The recovery reached 87.9% of the first quarter of 2019.", "87.9%", "first quarter of 2019"),  # a base
+        ("Excluding the storm week, the figure was 84.2% in 2022.", "84.2%", "2022"),  # the figure of what?
+    ],
+)
+def test_no_question_where_the_parse_gives_none_a_person_would_read(text: str, value: str, qualifier: str) -> None:
+    assert _ask(text, value, "what", qualifier, "2021") is None
+
+
+def test_a_qualifier_of_another_clause_is_not_said_of_the_value() -> None:
+    text = "By the time the school closed in July 1945, more than 2,100 pilots had received their training there."
+    v, q = text.index("2,100 pilots"), text.index("July 1945")
+    assert not said_of(text, (v, v + 12), (q, q + 9))
+    assert candidates(_sentence(text)) == []
+    same = "More than 2,100 pilots received their training there in 1944."
+    v, q = same.index("2,100 pilots"), same.index("1944")
+    assert said_of(same, (v, v + 12), (q, q + 4))
+
+
+def test_a_documents_title_names_the_period_of_its_unqualified_figures() -> None:
+    assert document_period("Ridership Report: January\u2013March 2023").text == "first quarter of 2023"  # type: ignore[union-attr]
+    assert document_period("Quarterly Bulletin \u2014 Third Quarter 2022 (July\u2013September)").text == (  # type: ignore[union-attr]
+        "third quarter of 2022"
+    )
+    assert document_period("Annual Report 2021/22").text == "2021/22"  # type: ignore[union-attr]
+    assert document_period("Summary of Minutes \u2014 Regular Meeting of 15 March 2023") is None  # the date it was held
+    assert document_period("Ridership Report: February\u2013May 2023") is None  # no quarter
+    period = document_period("Quarterly Performance Report \u2014 Q1 2022/23 (April to June 2022)")
+    (said,) = candidates(_sentence("The emergency department saw 38,910 attendances in the quarter."), period=period)
+    assert question(said, "Q2 2022/23") == "How many attendances did the emergency department see in Q2 2022/23?"
+    (unsaid,) = candidates(_sentence("Bed occupancy in general and acute beds averaged 93.1%."), period=period)
+    assert question(unsaid, "Q2 2022/23") == "In Q2 2022/23, what was bed occupancy in general and acute beds?"
+    assert candidates(_sentence("A year earlier the four-hour figure for all patients was 76.9%."), period=period) == []
+    quarter = document_period("Performance Bulletin: Fourth Quarter 2023")
+    (c,) = candidates(_sentence("AMT hired 41 trainee operators during the quarter, more than planned."), period=quarter)
+    assert question(c, "first quarter of 2024") == "How many trainee operators did AMT hire during the first quarter of 2024?"
+
+
+def test_a_quarterly_reports_figures_answer_only_its_own_quarter_and_tables_are_searched() -> None:
+    docs = {
+        "q1.md": "Quarterly Report \u2014 Q1 2023\n\nThe agency delivered 68,900 trips during the quarter.",
+        "q4.md": "Quarterly Report \u2014 Q4 2023\n\nThe agency delivered 70,100 trips during the quarter.\n\n"
+        "Measure Q4 2023 Q3 2023 Trips delivered 70,100 69,300",
+    }
+    sentences = [s for d, t in docs.items() for s in sentences_of(d, d, t)]
+    passages = [s for d, t in docs.items() for s in passages_of(d, d, t)]
+    corpus = Corpus(sentences, docs, passages)
+    trap = next(s for s in sentences if s.doc_id == "q1.md" and "68,900" in s.text)
+    (c,) = candidates(trap, period=corpus.periods["q1.md"])
+    assert corpus.search(c, "Q2 2023").absent  # q4.md's sentences are its own quarter's
+    answered = corpus.search(c, "Q3 2023")
+    assert not answered.absent and "69,300" in answered.answered_by[1]  # type: ignore[index]  # the table row
+    assert not Corpus(sentences, docs).search(c, "Q3 2023").answered_by  # without the table: not found
+
+
+def test_a_series_of_years_is_asked_at_its_cadence() -> None:
+    census = "The census of 1891 counted 9,760 residents in the town."
+    others = ["The census of 1871 counted 6,100 residents in the town.", "The census of 1881 counted 8,200 residents."]
+    sentences = [_sentence(t) for t in (census, *others)]
+    (c,) = candidates(sentences[0])
+    index = series_index(sentences)
+    assert fair_period(c, index).startswith("a series") and cadence(c, index) == 10
+    assert siblings(c.qualifier, {}, cadence(c, index))[:2] == ["1881", "1901"]
+
+
+def test_one_off_acts_and_days_of_events_are_no_series() -> None:
+    for text in (
+        "An air raid on the night of 14 October 1944 destroyed about 60% of the main building.",
+        "The construction contract was awarded in February 2021 to Caldwell-Ferris for $212 million.",
+    ):
+        (c,) = candidates(_sentence(text))
+        assert one_off(c), text
+    (c,) = candidates(_sentence("Reservoir storage stood at 87 percent of capacity at March 31, 2023."))
+    assert not one_off(c)  # a balance at a day is a period's
+
+
+def test_a_financial_year_is_one_period_and_a_duration_bound_no_value() -> None:
+    assert [q.text for q in qualifiers("In 2022/23 the trust spent more.")] == ["2022/23"]
+    assert [q.text for q in qualifiers("Attendances in Q3 2021/22 rose.")] == ["Q3 2021/22"]
+    assert qualifiers("between 2019-21 and later") == []  # a range of years
+    (q,) = qualifiers("In 2022/23 the trust spent more.")
+    assert siblings(q, {})[:2] == ["2021/22", "2023/24"]
+    assert candidates(_sentence("In 2022, twelve patients had been waiting over 78 weeks for treatment.")) == []
