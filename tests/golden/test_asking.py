@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragpipe.golden import Corpus, candidates, cadence, fair_period, question, sentences_of, series_index, siblings
+from ragpipe.golden import Corpus, cadence, candidates, fair_period, question, sentences_of, series_index, siblings
 from ragpipe.golden.asking import Asked, said_of, wh_question
 from ragpipe.golden.near_miss import Sentence, document_period, passages_of, qualifiers
 from ragpipe.golden.series import one_off
@@ -113,8 +113,13 @@ def test_a_documents_title_names_the_period_of_its_unqualified_figures() -> None
     assert question(unsaid, "Q2 2022/23") == "In Q2 2022/23, what was bed occupancy in general and acute beds?"
     assert candidates(_sentence("A year earlier the four-hour figure for all patients was 76.9%."), period=period) == []
     quarter = document_period("Performance Bulletin: Fourth Quarter 2023")
-    (c,) = candidates(_sentence("AMT hired 41 trainee operators during the quarter, more than planned."), period=quarter)
-    assert question(c, "first quarter of 2024") == "How many trainee operators did AMT hire during the first quarter of 2024?"
+    (c,) = candidates(
+        _sentence("AMT hired 41 trainee operators during the quarter, more than planned."), period=quarter
+    )
+    assert (
+        question(c, "first quarter of 2024")
+        == "How many trainee operators did AMT hire during the first quarter of 2024?"
+    )
 
 
 def test_a_quarterly_reports_figures_answer_only_its_own_quarter_and_tables_are_searched() -> None:
