@@ -36,6 +36,7 @@ from ragpipe.golden import (
     sentences_of,
     series_index,
     siblings,
+    titled_spans,
 )
 from ragpipe.rag import retrieve_many
 from ragpipe.settings import Settings
@@ -120,7 +121,9 @@ def _pool(corpus: Corpus, notes: Notes, kinds: Iterable[str], taken: set[str]) -
     by_doc: dict[str, list[Candidate]] = {}
     for s in corpus.sentences:
         if s.text not in taken:
-            by_doc.setdefault(s.doc_id, []).extend(candidates(s, groups, corpus.periods.get(s.doc_id)))
+            period = corpus.periods.get(s.doc_id)
+            titled = titled_spans(s.text, period) if period and "periods" in groups else []
+            by_doc.setdefault(s.doc_id, []).extend(candidates(s, groups, titled))
     for c in notes.candidates if "changes" in kinds else []:
         if c.sentence.text not in taken:
             by_doc.setdefault(c.sentence.doc_id, []).append(c)

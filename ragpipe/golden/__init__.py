@@ -38,6 +38,7 @@ _EXPORTS = {
     "alternatives": ["siblings", "remember", "forms"],
     "doc_changes": ["Notes", "change_notes", "change_siblings", "change_question", "search_change"],
     "prose": ["askable", "readable"],
+    "titles": ["document_period", "titled_spans"],
     "series": ["FALSE_PREMISE", "SeriesIndex", "series_index", "fair_period", "cadence"],
     "absence": ["Evidence", "Corpus", "agreeing"],
     "append": ["next_ids", "golden_object", "appended"],

@@ -11,7 +11,8 @@ from typing import Iterable
 
 from ragpipe.core import normalize_text
 from ragpipe.golden.alternatives import forms
-from ragpipe.golden.near_miss import Candidate, Sentence, Span, document_period, qualifiers, values
+from ragpipe.golden.near_miss import Candidate, Sentence, Span, qualifiers, values
+from ragpipe.golden.titles import document_period
 
 PAIRS = 0.5  # a sentence under the qualifier holding this share of the attribute (by rarity) may answer it
 PAIRS_WITH_VALUE = 0.25  # ... or this share, when it states a value of the kind asked for

@@ -220,16 +220,15 @@ def _noun(words: str) -> str:
 
 
 def candidates(
-    sentence: Sentence, groups: Iterable[str] = QUALIFIER_KINDS, period: Span | None = None
+    sentence: Sentence, groups: Iterable[str] = QUALIFIER_KINDS, titled: Iterable[Span] = ()
 ) -> list[Candidate]:
     """Every (value, qualifier) pair said of each other: the one value in the qualifier's clause (two there are a
     list, and the question would be ambiguous); a value in another clause is not said of the qualifier (one that
-    opens the sentence, "In 2006, ...", is said of all of it). A sentence that names no period but says "in the
-    quarter" is said of its document's `period` (document_period)."""
+    opens the sentence, "In 2006, ...", is said of all of it). `titled`: its document's period, where the sentence
+    is said of it (titles.titled_spans)."""
     text = sentence.text
     quals = qualifiers(text, groups) if askable(text) else []
-    if period is not None and "periods" in groups and askable(text) and not qualifiers(text, ("periods",)):
-        quals += _titled(text, period)
+    quals += list(titled) if quals or askable(text) else []
     if not quals:
         return []
     vals = [v for v in values(text, qualifiers(text)) if not _THRESHOLD.search(text[: v.start] + "|" + v.text)]
@@ -257,63 +256,6 @@ _THRESHOLD = re.compile(
     r"\b(?:over|under|within|than|least|longer|beyond|up to)\s+\|\S+\s(?:weeks?|days?|hours?|minutes?|months?|years?)$",
     re.I,
 )
-# "the quarter" of a quarterly report, "the year" of an annual one: the period its title names
-DEICTIC = re.compile(
-    r"\b(?:in|during|for|over|across|throughout)\s+(the\s+(?:quarter|year|financial year|fiscal year|month|"
-    r"period|half[- ]year))\b|\b(?:in\s+)?(this\s+(?:quarter|year|month))\b",
-    re.I,
-)
-
-
-# A sentence that places its figure in time by itself ("a year earlier", "by March", "will"): not the title's period
-_TIMED = re.compile(
-    rf"\b(?:earlier|previous|prior|last|first|past|ago|since|until|next|following|later|will|would|should|could|"
-    rf"may|might|expected|projected|forecast|target|"
-    rf"plan(?:s|ned)?|aim|goal|year|years|quarter|month|{'|'.join(_MONTHS)})\b|\d{{4}}",
-    re.I,
-)
-
-
-def _titled(text: str, period: Span) -> list[Span]:
-    """The title's period in a sentence of its document: where the sentence says "in the quarter" (the span to
-    replace), or, where it says nothing of time at all, asked before the question ("In Q2 2022/23, how many ...?",
-    an empty span at 0)."""
-    m = DEICTIC.search(text)
-    if m:
-        at = m.span(1) if m.group(1) else m.span(2)
-        return [Span(period.kind, period.text, at[0], at[1], "periods")]
-    return [] if _TIMED.search(text) else [Span(period.kind, period.text, 0, 0, "periods")]
-
-
-def titled_sentence(text: str, period: Span) -> bool:
-    """The sentence is said of its document's title period (see _titled)."""
-    return bool(_titled(text, period))
-
-
-def document_period(title: str) -> Span | None:
-    """The period a document's title names ("Quarterly Performance Report - Q1 2022/23", "Report: January-March
-    2023" a quarter), its first one, a quarter written as in a sentence ("first quarter of 2023"). A day is the
-    document's date ("Meeting of 15 March 2023"), not a period its figures are for; a range of other months, none."""
-    months = re.search(rf"\b({'|'.join(_MONTHS)})\s?[\u2013-]\s?({'|'.join(_MONTHS)}),? ({_YEAR})\b", title)
-    if months:
-        first, last = _MONTHS.index(months.group(1)), _MONTHS.index(months.group(2))
-        if first % 3 or last != first + 2:
-            return None
-        text = f"{_ORDINALS[first // 3]} quarter of {months.group(3)}"
-        return Span("quarter", text, 0, len(text), "periods")
-    found = qualifiers(title, ("periods",))
-    if not found or (found[0].kind == "month" and re.search(r"\d{1,2}\D+\d{4}", found[0].text)):
-        return None
-    q = found[0]
-    if q.kind == "quarter":
-        ordinal, year = q.text.split()[0].lower(), _found_year(q.text)
-        return Span("quarter", f"{ordinal} quarter of {year}", 0, 0, "periods")
-    return q
-
-
-def _found_year(text: str) -> str:
-    m = re.search(_FYEAR, text)
-    return m.group(0) if m else ""
 
 
 def _said_of(text: str, v: Span, q: Span) -> bool:

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ragpipe.golden.asking import governing_verb
-from ragpipe.golden.near_miss import YEAR, Candidate, Sentence, Span, qualifiers, titled_sentence
+from ragpipe.golden.near_miss import YEAR, Candidate, Sentence, Span, qualifiers
+from ragpipe.golden.titles import titled_sentence
 from ragpipe.reading import content_words
 
 RECURRING = frozenset({"quarter", "q", "fy", "split", "month"})  # periods that recur by their nature

@@ -8,8 +8,9 @@ import pytest
 
 from ragpipe.golden import Corpus, cadence, candidates, fair_period, question, sentences_of, series_index, siblings
 from ragpipe.golden.asking import Asked, said_of, wh_question
-from ragpipe.golden.near_miss import Sentence, document_period, passages_of, qualifiers
+from ragpipe.golden.near_miss import Candidate, Sentence, Span, passages_of, qualifiers
 from ragpipe.golden.series import one_off
+from ragpipe.golden.titles import document_period, titled_spans
 from ragpipe.reading import content_words
 
 
@@ -20,6 +21,11 @@ def _ask(text: str, value: str, wh: str, qualifier: str, new: str) -> str | None
 
 def _sentence(text: str, doc: str = "d.md") -> Sentence:
     return Sentence("c0", doc, text, frozenset(content_words(text)))
+
+
+def _titled(text: str, period: Span | None, sentence: Sentence | None = None) -> list[Candidate]:
+    assert period is not None
+    return candidates(sentence or _sentence(text), titled=titled_spans(text, period))
 
 
 @pytest.mark.parametrize(
@@ -107,15 +113,13 @@ def test_a_documents_title_names_the_period_of_its_unqualified_figures() -> None
     assert document_period("Summary of Minutes \u2014 Regular Meeting of 15 March 2023") is None  # the date it was held
     assert document_period("Ridership Report: February\u2013May 2023") is None  # no quarter
     period = document_period("Quarterly Performance Report \u2014 Q1 2022/23 (April to June 2022)")
-    (said,) = candidates(_sentence("The emergency department saw 38,910 attendances in the quarter."), period=period)
+    (said,) = _titled("The emergency department saw 38,910 attendances in the quarter.", period)
     assert question(said, "Q2 2022/23") == "How many attendances did the emergency department see in Q2 2022/23?"
-    (unsaid,) = candidates(_sentence("Bed occupancy in general and acute beds averaged 93.1%."), period=period)
+    (unsaid,) = _titled("Bed occupancy in general and acute beds averaged 93.1%.", period)
     assert question(unsaid, "Q2 2022/23") == "In Q2 2022/23, what was bed occupancy in general and acute beds?"
-    assert candidates(_sentence("A year earlier the four-hour figure for all patients was 76.9%."), period=period) == []
+    assert _titled("A year earlier the four-hour figure for all patients was 76.9%.", period) == []
     quarter = document_period("Performance Bulletin: Fourth Quarter 2023")
-    (c,) = candidates(
-        _sentence("AMT hired 41 trainee operators during the quarter, more than planned."), period=quarter
-    )
+    (c,) = _titled("AMT hired 41 trainee operators during the quarter, more than planned.", quarter)
     assert (
         question(c, "first quarter of 2024")
         == "How many trainee operators did AMT hire during the first quarter of 2024?"
@@ -132,7 +136,7 @@ def test_a_quarterly_reports_figures_answer_only_its_own_quarter_and_tables_are_
     passages = [s for d, t in docs.items() for s in passages_of(d, d, t)]
     corpus = Corpus(sentences, docs, passages)
     trap = next(s for s in sentences if s.doc_id == "q1.md" and "68,900" in s.text)
-    (c,) = candidates(trap, period=corpus.periods["q1.md"])
+    (c,) = _titled(trap.text, corpus.periods["q1.md"], trap)
     assert corpus.search(c, "Q2 2023").absent  # q4.md's sentences are its own quarter's
     answered = corpus.search(c, "Q3 2023")
     assert not answered.absent and "69,300" in answered.answered_by[1]  # type: ignore[index]  # the table row

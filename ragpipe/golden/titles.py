@@ -1,0 +1,69 @@
+"""A document's own period: the one its title names ("Quarterly Performance Report - Q1 2022/23"), and the sentences
+of it that state their figures for that period ("... in the quarter", or nothing of time at all), so that a report's
+figures can be asked of another period, and absence knows which periods a report speaks of."""
+
+from __future__ import annotations
+
+import re
+
+from ragpipe.golden.near_miss import _FYEAR, _MONTHS, _ORDINALS, _YEAR, Span, qualifiers
+
+# "the quarter" of a quarterly report, "the year" of an annual one: the period its title names
+DEICTIC = re.compile(
+    r"\b(?:in|during|for|over|across|throughout)\s+(the\s+(?:quarter|year|financial year|fiscal year|month|"
+    r"period|half[- ]year))\b|\b(?:in\s+)?(this\s+(?:quarter|year|month))\b",
+    re.I,
+)
+
+
+# A sentence that places its figure in time by itself ("a year earlier", "by March", "will"): not the title's period
+_TIMED = re.compile(
+    rf"\b(?:earlier|previous|prior|last|first|past|ago|since|until|next|following|later|will|would|should|could|"
+    rf"may|might|expected|projected|forecast|target|"
+    rf"plan(?:s|ned)?|aim|goal|year|years|quarter|month|{'|'.join(_MONTHS)})\b|\d{{4}}",
+    re.I,
+)
+
+
+def titled_spans(text: str, period: Span) -> list[Span]:
+    """The title's period in a sentence of its document that names no period of its own: where the sentence says
+    "in the quarter" (the span to replace), or, where it says nothing of time at all, asked before the question ("In
+    Q2 2022/23, how many ...?", an empty span at 0)."""
+    if qualifiers(text, ("periods",)):
+        return []
+    m = DEICTIC.search(text)
+    if m:
+        at = m.span(1) if m.group(1) else m.span(2)
+        return [Span(period.kind, period.text, at[0], at[1], "periods")]
+    return [] if _TIMED.search(text) else [Span(period.kind, period.text, 0, 0, "periods")]
+
+
+def titled_sentence(text: str, period: Span) -> bool:
+    """The sentence is said of its document's title period (see _titled)."""
+    return bool(titled_spans(text, period))
+
+
+def document_period(title: str) -> Span | None:
+    """The period a document's title names ("Quarterly Performance Report - Q1 2022/23", "Report: January-March
+    2023" a quarter), its first one, a quarter written as in a sentence ("first quarter of 2023"). A day is the
+    document's date ("Meeting of 15 March 2023"), not a period its figures are for; a range of other months, none."""
+    months = re.search(rf"\b({'|'.join(_MONTHS)})\s?[\u2013-]\s?({'|'.join(_MONTHS)}),? ({_YEAR})\b", title)
+    if months:
+        first, last = _MONTHS.index(months.group(1)), _MONTHS.index(months.group(2))
+        if first % 3 or last != first + 2:
+            return None
+        text = f"{_ORDINALS[first // 3]} quarter of {months.group(3)}"
+        return Span("quarter", text, 0, len(text), "periods")
+    found = qualifiers(title, ("periods",))
+    if not found or (found[0].kind == "month" and re.search(r"\d{1,2}\D+\d{4}", found[0].text)):
+        return None
+    q = found[0]
+    if q.kind == "quarter":
+        ordinal, year = q.text.split()[0].lower(), _found_year(q.text)
+        return Span("quarter", f"{ordinal} quarter of {year}", 0, 0, "periods")
+    return q
+
+
+def _found_year(text: str) -> str:
+    m = re.search(_FYEAR, text)
+    return m.group(0) if m else ""
