@@ -9,6 +9,8 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py hospital --negatives 40      # bench/data/suggest/hospital (10 documents)
     .venv/bin/python bench/suggest.py atlas --negatives 40         # bench/data/suggest/atlas (12 articles)
     .venv/bin/python bench/suggest.py transit --negatives 40       # bench/data/suggest/transit (10 documents)
+    .venv/bin/python bench/suggest.py lexicon --negatives 40       # bench/data/suggest/lexicon (12 articles)
+    .venv/bin/python bench/suggest.py agrimach --negatives 40      # bench/data/suggest/agrimach (10 documents)
 
 Each corpus is ingested once into bench/results/suggest_<name>/ under the default settings (then reused), and
 `ragpipe golden suggest` runs as a user runs it, in its own process (whole-process wall time). A sample of the
@@ -46,6 +48,10 @@ CORPORA = {
     # unrelated subjects; 10 documents of a city's transit agency
     "atlas": (JUDGED / "atlas", []),
     "transit": (JUDGED / "transit", []),
+    # and two more, run once with the rules frozen after atlas and transit had been read: 12 encyclopedia articles;
+    # 10 documents of an agricultural machinery maker (results releases, shareholder letters, a policy, ...)
+    "lexicon": (JUDGED / "lexicon", []),
+    "agrimach": (JUDGED / "agrimach", []),
 }
 
 

@@ -28,6 +28,7 @@ from ragpipe.golden import (
     change_question,
     change_siblings,
     fair_period,
+    forms,
     passages_of,
     qualifiers,
     question,
@@ -39,6 +40,7 @@ from ragpipe.golden import (
     titled_spans,
 )
 from ragpipe.rag import retrieve_many
+from ragpipe.reading import content_words
 from ragpipe.settings import Settings
 from ragpipe.warehouse import insert_rows, transaction
 
@@ -239,6 +241,7 @@ def _collect(
     pos: list[Proposal] = []
     traps: dict[str, Candidate] = {}
     used: set[tuple[str, str]] = set()
+    asked: set[Any] = set()  # (the asked period's pattern, the attribute): the same question in other words
     n = 0
     pool = _pool(corpus, notes, kinds, taken)
     index = series_index(corpus.searched, corpus.periods)
@@ -248,7 +251,9 @@ def _collect(
         n += 1
         if len(neg) < negatives and ("n", c.subject or c.sentence.text) not in used:
             p = _negative(c, corpus, notes, seen, dropped, _fairness(c, index, kinds), cadence(c, index))
-            if p and p.suggestion_id not in decided and all(p.question != q.question for q in neg):
+            same = (forms(p.asked_for, c.qualifier.kind).pattern, c.attribute - content_words(p.asked_for)) if p else ()
+            if p and p.suggestion_id not in decided and same not in asked:  # "Q3 2024" and "third quarter of 2024"
+                asked.add(same)
                 neg.append(p)
                 traps[p.suggestion_id] = c
                 used.add(("n", c.subject or c.sentence.text))

@@ -100,13 +100,17 @@ class Corpus:
         return sum(weight[w] for w in attribute & words) / total if total else 0.0
 
     def search(self, c: Candidate, qualifier: str, within: Iterable[Sentence] | None = None) -> Evidence:
-        """Does any sentence under `qualifier` answer what `c` asks? The closest three are kept as evidence."""
+        """Does any sentence under `qualifier` answer what `c` asks: half of its words, or a value of the kind asked
+        for beside a quarter of them or beside every word of what the figure is of (`c.core`)? The closest three
+        are kept as evidence."""
         pattern = forms(qualifier, c.qualifier.kind)
         naming = self.naming(pattern, c.qualifier.group, within, c.qualifier.kind)
         scored = sorted(((s, self.share(c.attribute, s.words)) for s in naming), key=lambda x: (-x[1], x[0].chunk_id))
         ev = Evidence(pattern.pattern, len(naming), [(s.chunk_id, s.text, share) for s, share in scored[:3]])
+        core = _stems(c.core)
         for s, share in scored:
-            if share >= PAIRS or (share >= PAIRS_WITH_VALUE and _states_alike(c.value, s.text)):
+            alike = share >= PAIRS_WITH_VALUE or bool(core and core <= _stems(s.words))  # "Revenue ... was $56.9M"
+            if share >= PAIRS or (alike and _states_alike(c.value, s.text)):
                 ev.answered_by = (s.chunk_id, s.text)
                 break
         return ev

@@ -22,9 +22,9 @@ _NAMES = {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "PRODUCT", "EVENT", "WOR
 _POINTING = {"this", "these", "those", "such"}  # "of these patients": the referent stayed in the document
 _LEVELS = {"reach", "rise", "fall", "climb", "drop", "increase", "decrease", "grow", "decline", "total", "average"}
 _LEVELS |= {"stand", "amount", "come", "hit"}
-_LEVEL_ASKED = ("how much", "what percentage", "what")  # "how many robot arms" keeps the unit it asks in
 _GENERIC = {"figure", "number", "total", "rate", "share", "proportion", "amount", "level", "result", "score", "value"}
 _BREAKS = (",", ";", ":", "(", "-", "\u2013", "\u2014")  # what ends a phrase or a clause ("-" only spaced)
+_CAUSES = {"because", "despite", "due", "owing", "thanks"}  # a reason given after the figure: no part of the question
 _LEADING = re.compile(r"^(?:however|also|additionally|meanwhile|overall|notably|similarly|likewise|finally)$", re.I)
 
 
@@ -88,9 +88,10 @@ def wh_question(text: str, asked: Asked) -> str | None:
         return None
     fronted = wh if moved.i == phrase.i else _pied_piped(moved, wh)
     auxes = [c for c in verb.children if c.dep_ in ("aux", "auxpass") and c.i < verb.i]
-    level = _level(verb, moved, phrase, subject) if not auxes and wh == asked.wh in _LEVEL_ASKED else ""
+    level = _level(verb, moved, phrase, subject) if not auxes and (wh == asked.wh or moved.i != phrase.i) else ""
     if level:  # "rose to $8.11" -> "What was operating cost per boarding ...", not "To how much did ... rise"
         fronted, do, words = "what", level, {verb.i: ""}
+        gone |= {t.i for c in verb.children if c.lower_ == "from" for t in c.subtree}  # "fell to 340 from 395"
     elif auxes:  # "has reached" -> "has ... reached"
         do, words = auxes[0].text.lower(), {auxes[0].i: ""}
     elif verb.lemma_ == "be" or verb.pos_ == "AUX":  # "was" -> "was ..."
@@ -131,6 +132,10 @@ def _own_subject(verb: Any) -> bool:
     return any(c.dep_ in _SUBJECTS for c in verb.children)
 
 
+def _holds_span(tokens: list[Any], span: tuple[int, int]) -> bool:
+    return any(span[0] < u.idx + len(u) and u.idx < span[1] for u in tokens)
+
+
 def _holds(t: Any, span: tuple[int, int]) -> bool:
     """The token's phrase holds characters of the span."""
     return any(span[0] < u.idx + len(u) and u.idx < span[1] for u in t.subtree)
@@ -154,8 +159,10 @@ def _wh_phrase(phrase: Any, value: list[Any], asked: Asked) -> str:
     question words already hold its noun, and words before the value ("a record", "about") are dropped."""
     last = max(v.i for v in value)
     held = _held(phrase, asked)
-    after = _before_break([t for t in phrase.subtree if t.i > last and t.i not in held])
-    return " ".join([asked.wh, _text(after)]).strip()
+    after = _text(_before_break([t for t in phrase.subtree if t.i > last and t.i not in held]))
+    if asked.wh == "how much" and after.startswith("of "):
+        after = "in " + after[3:]  # "$12.1 million of charges": "how much in charges"
+    return " ".join([asked.wh, after]).strip()
 
 
 def _before_break(tokens: list[Any]) -> list[Any]:
@@ -202,10 +209,12 @@ def _render(
         return None
     first = subject.left_edge.i if subject is not None else min(t.i for t in kept)
     opening = [t for t in kept if t.i < first]
+    if opening and not _holds_span(opening, asked.qualifier) and (opening[0].pos_ != "ADP" or len(opening) > 7):
+        opening = []  # "Led by forward Dion Whitlock and coach ..., how many games": an aside, not the question's
     rest = [t for t in kept if t.i >= first]
     w = subject.left_edge.text if subject is not None else ""
-    named = subject is not None and (subject.left_edge.pos_ == "PROPN" or subject.left_edge.ent_type_ in _NAMES)
-    if w and subject.left_edge.i == 0 and (subject.left_edge.pos_ == "DET" or not named) and not w[1:].isupper():
+    named = subject is not None and subject.left_edge.ent_type_ in _NAMES  # "Halvorsen", "French"; not "Headcount"
+    if w and subject.left_edge.i == 0 and not named and not w[1:].isupper():
         words.setdefault(subject.left_edge.i, w[:1].lower() + w[1:])  # no longer the first word
     lead = _read(opening, words).strip()
     if lead and not lead.endswith(","):
@@ -223,12 +232,13 @@ def _render(
 
 
 def _cut(tokens: list[Any], verb: Any, asked: Asked) -> list[Any]:
-    """Tokens up to the first comma, semicolon, dash or bracket after the verb outside the qualifier ("in 2019, a
-    record"; "March 31, 2023" keeps its comma)."""
-    for k, t in enumerate(tokens):
+    """Tokens up to the first comma, semicolon, dash or bracket of the sentence after the verb, outside the
+    qualifier, whether or not that token is kept ("was $50.2 million, a decline ... but well ahead of ..." stops at
+    the comma that went with the value; "March 31, 2023" keeps its comma)."""
+    for t in verb.doc[verb.i + 1 :]:
         inside = asked.qualifier[0] <= t.idx < asked.qualifier[1]
-        if t.i > verb.i and not inside and t.text in _BREAKS and (t.text != "-" or t.i and doc_spaced(t)):
-            return tokens[:k]
+        if not inside and t.text in _BREAKS and (t.text != "-" or doc_spaced(t)):
+            return [k for k in tokens if k.i < t.i]
     return tokens
 
 
@@ -238,12 +248,12 @@ def doc_spaced(t: Any) -> bool:
 
 
 def _clause(verb: Any) -> list[Any]:
-    """The verb's subtree less what is after a comma among its right dependents and its other clauses."""
+    """The verb's subtree less its right dependents from the first other clause, aside or reason on."""
     out = []
     cut = False
     for child in verb.children:
-        if child.i > verb.i and (cut or child.dep_ in _DROPPED_AFTER):
-            cut = cut or child.text in _BREAKS
+        if child.i > verb.i and (cut or child.dep_ in _DROPPED_AFTER or child.lower_ in _CAUSES):
+            cut = True  # "..., but well ahead of ...", "because of ...": all that follows is an aside
             continue
         if child.i < verb.i and (_LEADING.match(child.text) or child.dep_ == "cc"):
             continue
@@ -291,3 +301,21 @@ def said_of(text: str, value: tuple[int, int], qualifier: tuple[int, int]) -> bo
     if v is None or q is None:
         return True  # no verb to tell clauses apart: the text decides (_said_of in near_miss.py)
     return v.i == q.i or (v.dep_ in ("xcomp", "conj") and v.head.i == q.i)
+
+
+def core_words(text: str, value: tuple[int, int], qualifier: tuple[int, int]) -> str:
+    """What the figure is of, in the sentence's words: the subject that the value is stated of ("Revenue for the
+    first quarter of 2024 was $50.2 million": "Revenue"), or, where the value is the subject, what follows it in its
+    phrase ("74.2% of patients": "of patients"); the qualifier left out. '' when the parse finds neither."""
+    doc = parse(text)
+    tokens = [t for t in doc if t.idx < value[1] and t.idx + len(t) > value[0]]
+    if not tokens:
+        return ""
+    phrase = next(t for t in tokens if t.head not in tokens or t.head == t)
+    verb = _verb_of(doc, value)
+    if phrase.dep_ in _SUBJECTS or verb is None:
+        words = [t for t in phrase.subtree if t not in tokens]
+    else:
+        subject = next((c for c in verb.children if c.dep_ in _SUBJECTS), None)
+        words = list(subject.subtree) if subject is not None else []
+    return " ".join(t.text for t in words if not (qualifier[0] <= t.idx < qualifier[1]))

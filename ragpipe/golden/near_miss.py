@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from ragpipe.golden.asking import Asked, said_of, wh_question
+from ragpipe.golden.asking import Asked, core_words, said_of, wh_question
 from ragpipe.golden.prose import askable, english, readable
 from ragpipe.reading import content_words
 
@@ -98,6 +98,7 @@ class Candidate:
     qualifier: Span
     attribute: frozenset[str]
     subject: str = ""  # of a change note (changes.py): the definition it stands under
+    core: frozenset[str] = frozenset()  # what the figure is of ("revenue"): absence's surest sign of an answer
 
 
 def sentences_of(chunk_id: str, doc_id: str, text: str) -> Iterator[Sentence]:
@@ -246,8 +247,9 @@ def candidates(
             continue
         asked = question(Candidate(sentence, said[0], q, frozenset()))
         attribute = frozenset(content_words(asked) - content_words(q.text) - _ASKING)
+        core = content_words(core_words(text, (said[0].start, said[0].end), (q.start, q.end)))
         if attribute and readable(asked):
-            out.append(Candidate(sentence, said[0], q, attribute))
+            out.append(Candidate(sentence, said[0], q, attribute, core=frozenset(core - content_words(q.text))))
     return out
 
 
