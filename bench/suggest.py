@@ -11,6 +11,8 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py transit --negatives 40       # bench/data/suggest/transit (10 documents)
     .venv/bin/python bench/suggest.py lexicon --negatives 40       # bench/data/suggest/lexicon (12 articles)
     .venv/bin/python bench/suggest.py agrimach --negatives 40      # bench/data/suggest/agrimach (10 documents)
+    .venv/bin/python bench/suggest.py compendium --negatives 40    # bench/data/suggest/compendium (12 articles)
+    .venv/bin/python bench/suggest.py leisure --negatives 40       # bench/data/suggest/leisure (10 documents)
 
 Each corpus is ingested once into bench/results/suggest_<name>/ under the default settings (then reused), and
 `ragpipe golden suggest` runs as a user runs it, in its own process (whole-process wall time). A sample of the
@@ -52,6 +54,10 @@ CORPORA = {
     # 10 documents of an agricultural machinery maker (results releases, shareholder letters, a policy, ...)
     "lexicon": (JUDGED / "lexicon", []),
     "agrimach": (JUDGED / "agrimach", []),
+    # and the last two, run once with the rules frozen after lexicon and agrimach had been read: 12 encyclopedia
+    # articles; 10 documents of a city's library and leisure services
+    "compendium": (JUDGED / "compendium", []),
+    "leisure": (JUDGED / "leisure", []),
 }
 
 

@@ -24,6 +24,11 @@ _LEVELS = {"reach", "rise", "fall", "climb", "drop", "increase", "decrease", "gr
 _LEVELS |= {"stand", "amount", "come", "hit"}
 _GENERIC = {"figure", "number", "total", "rate", "share", "proportion", "amount", "level", "result", "score", "value"}
 _BREAKS = (",", ";", ":", "(", "-", "\u2013", "\u2014")  # what ends a phrase or a clause ("-" only spaced)
+_EVENTS = set(
+    "breach raid fire flood storm strike explosion collapse accident crash earthquake outbreak epidemic pandemic war "
+    "attack merger takeover acquisition launch opening closure disaster derailment blaze riot eruption hurricane "
+    "cyclone tornado landslide blackout recall".split()
+)
 _CAUSES = {"because", "despite", "due", "owing", "thanks"}  # a reason given after the figure: no part of the question
 _LEADING = re.compile(r"^(?:however|also|additionally|meanwhile|overall|notably|similarly|likewise|finally)$", re.I)
 
@@ -88,9 +93,17 @@ def wh_question(text: str, asked: Asked) -> str | None:
         return None
     fronted = wh if moved.i == phrase.i else _pied_piped(moved, wh)
     auxes = [c for c in verb.children if c.dep_ in ("aux", "auxpass") and c.i < verb.i]
-    level = _level(verb, moved, phrase, subject) if not auxes and (wh == asked.wh or moved.i != phrase.i) else ""
+    counted = asked.wh.startswith("how many ")  # "averaged 14,000 boardings": the line is no level, its boardings are
+    level = (
+        _level(verb, moved, phrase, subject)
+        if not auxes and (moved.i != phrase.i or wh == asked.wh and not counted)
+        else ""
+    )
+    if verb.lemma_ == "be" and phrase.dep_ == "attr" and asked.wh.startswith("how many "):
+        fronted = "what"  # "Headcount was 702 employees" -> "What was headcount ...?"
     if level:  # "rose to $8.11" -> "What was operating cost per boarding ...", not "To how much did ... rise"
         fronted, do, words = "what", level, {verb.i: ""}
+        gone |= {t.i for c in verb.children if c.dep_ in ("prt", "advmod", "acomp") for t in c.subtree}  # "down"
         gone |= {t.i for c in verb.children if c.lower_ == "from" for t in c.subtree}  # "fell to 340 from 395"
     elif auxes:  # "has reached" -> "has ... reached"
         do, words = auxes[0].text.lower(), {auxes[0].i: ""}
@@ -300,7 +313,36 @@ def said_of(text: str, value: tuple[int, int], qualifier: tuple[int, int]) -> bo
     v, q = _verb_of(doc, value), _verb_of(doc, qualifier)
     if v is None or q is None:
         return True  # no verb to tell clauses apart: the text decides (_said_of in near_miss.py)
-    return v.i == q.i or (v.dep_ in ("xcomp", "conj") and v.head.i == q.i)
+    if not (v.i == q.i or (v.dep_ in ("xcomp", "conj") and v.head.i == q.i)):
+        return False
+    return not _inside_other_phrase(doc, q, value, qualifier)
+
+
+def _inside_other_phrase(doc: Any, verb: Any, value: tuple[int, int], qualifier: tuple[int, int]) -> bool:
+    """The qualifier modifies a noun that is neither the subject nor the value's phrase, in a phrase before the verb
+    or naming an event: "at the start of the pandemic in March 2020, the airline cut its schedule by 85%" dates the
+    pandemic, not the cut (after the verb, a parse attaches a period to a noun as often as to the verb)."""
+    subject = next((c for c in verb.children if c.dep_ in _SUBJECTS), None)
+    allowed = {t.i for t in subject.subtree} if subject is not None else set()
+    allowed |= {t.i for t in doc if t.idx < value[1] and t.idx + len(t) > value[0]}
+    tokens = [t for t in doc if qualifier[0] <= t.idx < qualifier[1]]
+    t = next((t for t in tokens if t.head not in tokens or t.head == t), None)
+    while t is not None and t.i != verb.i and t.head.i != t.i:
+        t = t.head
+        other = t.i < verb.i or t.lemma_.lower() in _EVENTS  # a fronted phrase, or an event ("... after the flood")
+        if other and t.i != verb.i and t.pos_ in ("NOUN", "PROPN") and t.i not in allowed and t not in tokens:
+            value_heads = {u.head.i for u in doc if value[0] <= u.idx < value[1]}
+            if t.i not in value_heads:
+                return True
+    return False
+
+
+def event_subject(text: str, value: tuple[int, int]) -> bool:
+    """The value is stated of an event ("A breach of the embankment ... drained 3 miles", "The fire destroyed 40
+    homes"): what happened once, not a measure of its period."""
+    verb = _verb_of(parse(text), value)
+    subject = next((c for c in verb.children if c.dep_ in _SUBJECTS), None) if verb is not None else None
+    return subject is not None and subject.lemma_.lower() in _EVENTS
 
 
 def core_words(text: str, value: tuple[int, int], qualifier: tuple[int, int]) -> str:

@@ -232,7 +232,12 @@ def candidates(
     quals += list(titled) if quals or askable(text) else []
     if not quals:
         return []
-    vals = [v for v in values(text, qualifiers(text)) if not _THRESHOLD.search(text[: v.start] + "|" + v.text)]
+    vals = [
+        v
+        for v in values(text, qualifiers(text))
+        if not _THRESHOLD.search(text[: v.start] + "|" + v.text)
+        and text.count("(", 0, v.start) <= text.count(")", 0, v.start)
+    ]  # a bound ("over 78 weeks") or an aside in brackets ("(71% agree)") is no figure to ask for
     vals = vals or names(text, qualifiers(text))
     out = []
     for q in quals:

@@ -13,12 +13,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ragpipe.golden.asking import governing_verb
+from ragpipe.golden.asking import event_subject, governing_verb
 from ragpipe.golden.near_miss import YEAR, Candidate, Sentence, Span, qualifiers
 from ragpipe.golden.titles import titled_sentence
 from ragpipe.reading import content_words
 
-RECURRING = frozenset({"quarter", "q", "fy", "split", "month"})  # periods that recur by their nature
+RECURRING = frozenset(
+    {"quarter", "q", "fy", "split"}
+)  # a month recurs, but "in February 1954" is mostly an event's  # periods that recur by their nature
 MEASURES = frozenset({"money", "percent", "count"})  # values that recur by their nature
 SAME_ATTRIBUTE = 0.6  # the share of the asked attribute's words another period's sentence must state
 FALSE_PREMISE = "false-premise"
@@ -68,12 +70,14 @@ def _same(attribute: frozenset[str], words: frozenset[str]) -> bool:
 
 
 def one_off(c: Candidate) -> bool:
-    """A value stated of an act done once (a price, a name, a date of an act in ONE_OFF_ACTS), or of the day
-    something happened ("peaked ... on August 11, 2020"; a balance "at March 31, 2022" is a period's)."""
+    """A value stated of an event (its subject "the fire", "a breach"), of an act done once (a price, a name, a date
+    of an act in ONE_OFF_ACTS), or of the day something happened ("peaked ... on August 11, 2020"; a balance "at March 31, 2022" is a period's)."""
     day = c.qualifier.kind == "month" and re.search(r"\d{1,2},? \d{4}|^\d{1,2} ", c.qualifier.text)
     if day and _DAY_OF_EVENT.search(c.sentence.text[: c.qualifier.start]):
         return True
     text = c.sentence.text
+    if event_subject(text, (c.value.start, c.value.end)):
+        return True  # "The fire destroyed 40 homes in 1921"
     return c.value.kind != "count" and governing_verb(text, c.value.start, c.value.end) in ONE_OFF_ACTS
 
 

@@ -25,6 +25,9 @@ _TIMED = re.compile(
 )
 
 
+_SAID = {"quarter": ("quarter", "q"), "year": ("year", "fy", "split"), "month": ("month",)}
+
+
 def titled_spans(text: str, period: Span) -> list[Span]:
     """The title's period in a sentence of its document that names no period of its own: where the sentence says
     "in the quarter" (the span to replace), or, where it says nothing of time at all, asked before the question ("In
@@ -34,6 +37,9 @@ def titled_spans(text: str, period: Span) -> list[Span]:
     m = DEICTIC.search(text)
     if m:
         at = m.span(1) if m.group(1) else m.span(2)
+        said = text[at[0] : at[1]].lower().split()[-1]  # "the quarter" is a quarter's; "the year" a year's
+        if said in _SAID and period.kind not in _SAID[said]:
+            return []
         return [Span(period.kind, period.text, at[0], at[1], "periods")]
     return [] if _TIMED.search(text) else [Span(period.kind, period.text, 0, 0, "periods")]
 
@@ -54,6 +60,10 @@ def document_period(title: str) -> Span | None:
             return None
         text = f"{_ORDINALS[first // 3]} quarter of {months.group(3)}"
         return Span("quarter", text, 0, len(text), "periods")
+    numbered = re.search(rf"\bQuarter ([1-4]),? ({_FYEAR})\b", title)  # "Digest - Quarter 3 2023/24"
+    if numbered:
+        text = f"Q{numbered.group(1)} {numbered.group(2)}"
+        return Span("q", text, 0, len(text), "periods")
     found = qualifiers(title, ("periods",))
     if not found or (found[0].kind == "month" and re.search(r"\d{1,2}\D+\d{4}", found[0].text)):
         return None

@@ -171,3 +171,14 @@ def test_a_financial_year_is_one_period_and_a_duration_bound_no_value() -> None:
     (q,) = qualifiers("In 2022/23 the trust spent more.")
     assert siblings(q, {})[:2] == ["2021/22", "2023/24"]
     assert candidates(_sentence("In 2022, twelve patients had been waiting over 78 weeks for treatment.")) == []
+
+
+def test_an_events_figure_and_a_period_of_a_fronted_phrase_are_no_series() -> None:
+    (c,) = candidates(_sentence("A breach of the embankment at Lenn Bottom in February 1954 drained 3 miles of canal."))
+    assert one_off(c)  # the subject is an event: it happened once
+    fronted = "At the start of the pandemic in March 2020 the airline cut its schedule by 85% for the summer."
+    assert candidates(_sentence(fronted)) == []  # the month dates the pandemic, not the cut
+    (c,) = candidates(_sentence("Polonia was relegated from the country's top flight in 2013 because of debts."))
+    assert c.qualifier.text == "2013"  # after the verb, a period attached to a noun is still the statement's
+    (c,) = candidates(_sentence("Headcount was 702 employees at June 30, 2024, the highest in its history."))
+    assert question(c, "June 30, 2025") == "What was headcount at June 30, 2025?"
