@@ -13,6 +13,8 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py agrimach --negatives 40      # bench/data/suggest/agrimach (10 documents)
     .venv/bin/python bench/suggest.py compendium --negatives 40    # bench/data/suggest/compendium (12 articles)
     .venv/bin/python bench/suggest.py leisure --negatives 40       # bench/data/suggest/leisure (10 documents)
+    .venv/bin/python bench/suggest.py almanac --negatives 40       # bench/data/suggest/almanac (12 articles)
+    .venv/bin/python bench/suggest.py museums --negatives 40       # bench/data/suggest/museums (10 documents)
 
 Each corpus is ingested once into bench/results/suggest_<name>/ under the default settings (then reused), and
 `ragpipe golden suggest` runs as a user runs it, in its own process (whole-process wall time). A sample of the
@@ -54,10 +56,14 @@ CORPORA = {
     # 10 documents of an agricultural machinery maker (results releases, shareholder letters, a policy, ...)
     "lexicon": (JUDGED / "lexicon", []),
     "agrimach": (JUDGED / "agrimach", []),
-    # and the last two, run once with the rules frozen after lexicon and agrimach had been read: 12 encyclopedia
+    # and two more, run once with the rules frozen after lexicon and agrimach had been read: 12 encyclopedia
     # articles; 10 documents of a city's library and leisure services
     "compendium": (JUDGED / "compendium", []),
     "leisure": (JUDGED / "leisure", []),
+    # round 5, rules frozen after compendium and leisure had been read: 12 encyclopedia articles; 10 documents of a
+    # national museums trust
+    "almanac": (JUDGED / "almanac", []),
+    "museums": (JUDGED / "museums", []),
 }
 
 

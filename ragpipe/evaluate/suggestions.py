@@ -144,6 +144,7 @@ def _round_robin(by_doc: dict[str, list[Candidate]]) -> Iterator[Candidate]:
                 yield c
 
 
+UNNAMED = "negative: the question does not name what its document is about (an article's title)"
 ONE_OFF = "negative: a one-off statement, no series in the corpus (--kinds false-premise proposes it)"
 FAIR = {
     "versions": "a version recurs: the same statement asked of another release",
@@ -182,6 +183,11 @@ def _negative(
     kind, fair = fairness
     if not kind:
         dropped[ONE_OFF] += 1
+        return None
+    doc = c.sentence.doc_id
+    about = content_words(corpus.titles.get(doc, "")) if doc not in corpus.periods and kind != "changes" else set()
+    if about and not about & content_words(question(c)):  # "the 2024 edition" of which festival?
+        dropped[UNNAMED] += 1
         return None
     change = c.qualifier.group == "changes"
     if change:
@@ -318,6 +324,7 @@ def suggest(
             "negative: no sibling",
             ONE_OFF,
             "negative: a retrieved passage may answer it in other words",
+            UNNAMED,
             "positive: the corpus states another value elsewhere",
         ],
         0,

@@ -57,8 +57,8 @@ class Corpus:
         self.sentences = list(sentences)  # prose: what a question may be made of
         self.searched = self.sentences + list(passages)  # and tables, lists, headings: what absence searches
         self.documents = documents  # doc id -> its text as chunked (the path is part of what names a qualifier)
-        titles = {d: next((line for line in text.splitlines() if line.strip()), "") for d, text in documents.items()}
-        self.periods = {d: p for d, t in titles.items() if (p := document_period(t)) is not None}  # by title
+        self.titles = {d: next((ln for ln in text.splitlines() if ln.strip()), "") for d, text in documents.items()}
+        self.periods = {d: p for d, t in self.titles.items() if (p := document_period(t)) is not None}  # by title
         self.by_chunk: dict[str, list[Sentence]] = {}
         self.df: dict[str, int] = {}
         self._groups: dict[str, frozenset[str]] = {}

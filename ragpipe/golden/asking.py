@@ -19,6 +19,7 @@ _DROPPED_AFTER = ("conj", "cc", "parataxis", "punct", "advcl", "relcl", "appos",
 _DO = {"VBD": "did", "VBZ": "does", "VBP": "do"}
 _REFERRING = {"its", "their", "our", "his", "her", "this", "these", "that", "those", "such"}
 _NAMES = {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE"}
+_PRONOUNS = {"it", "they", "them", "he", "she", "him", "her", "this", "these", "those"}
 _POINTING = {"this", "these", "those", "such"}  # "of these patients": the referent stayed in the document
 _LEVELS = {"reach", "rise", "fall", "climb", "drop", "increase", "decrease", "grow", "decline", "total", "average"}
 _LEVELS |= {"stand", "amount", "come", "hit"}
@@ -77,6 +78,9 @@ def wh_question(text: str, asked: Asked) -> str | None:
     if phrase.dep_ == "pobj" and moved.dep_ not in ("prep", "agent", "dative"):
         return None  # "an average of 113,000 cubic metres": a value inside another phrase
     verb = moved.head
+    subject = next((c for c in verb.children if c.dep_ in _SUBJECTS), None)
+    if phrase.dep_ not in _SUBJECTS and subject is not None and moved.i < subject.left_edge.i:
+        return None  # "Of the 412 works that hung there, 58 are going on loan": a value in a fronted phrase
     if verb.pos_ not in ("VERB", "AUX") or not _main(verb):
         return None  # a value in a subordinate clause: asking it would take the sentence apart
     listed = verb.i + 2 < len(doc) and doc[verb.i + 1].text == "," and doc[verb.i + 2].tag_ in ("VBN", "VBD")
@@ -126,8 +130,10 @@ def _level(verb: Any, moved: Any, phrase: Any, subject: Any) -> str:
 
 
 def _points_back(tokens: list[Any]) -> bool:
-    """A determiner that points back to something the question does not say ("these patients", "this scheme")."""
-    return any(t.lower_ in _POINTING | {"that"} and t.dep_ in ("det", "predet", "amod") for t in tokens)
+    """A determiner or a pronoun that points back to something the question does not say ("these patients", "this
+    scheme", "the display that accompanied it")."""
+    pointing = any(t.lower_ in _POINTING | {"that"} and t.dep_ in ("det", "predet", "amod") for t in tokens)
+    return pointing or any(t.pos_ == "PRON" and t.lower_ in _PRONOUNS for t in tokens)  # "... accompanied it"
 
 
 def _main(verb: Any) -> bool:
@@ -226,7 +232,8 @@ def _render(
         opening = []  # "Led by forward Dion Whitlock and coach ..., how many games": an aside, not the question's
     rest = [t for t in kept if t.i >= first]
     w = subject.left_edge.text if subject is not None else ""
-    named = subject is not None and subject.left_edge.ent_type_ in _NAMES  # "Halvorsen", "French"; not "Headcount"
+    left = subject.left_edge if subject is not None else None
+    named = left is not None and (left.pos_ == "PROPN" or left.ent_type_ in _NAMES)  # "Riverside", "French"
     if w and subject.left_edge.i == 0 and not named and not w[1:].isupper():
         words.setdefault(subject.left_edge.i, w[:1].lower() + w[1:])  # no longer the first word
     lead = _read(opening, words).strip()

@@ -237,7 +237,8 @@ def candidates(
         for v in values(text, qualifiers(text))
         if not _THRESHOLD.search(text[: v.start] + "|" + v.text)
         and text.count("(", 0, v.start) <= text.count(")", 0, v.start)
-    ]  # a bound ("over 78 weeks") or an aside in brackets ("(71% agree)") is no figure to ask for
+        and not re.match(r":\d", text[v.end : v.end + 2])
+    ]  # a bound ("over 78 weeks"), an aside in brackets ("(71% agree)"), a time ("03:10") is no figure to ask for
     vals = vals or names(text, qualifiers(text))
     out = []
     for q in quals:

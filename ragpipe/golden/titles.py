@@ -18,7 +18,8 @@ DEICTIC = re.compile(
 
 # A sentence that places its figure in time by itself ("a year earlier", "by March", "will"): not the title's period
 _TIMED = re.compile(
-    rf"\b(?:earlier|previous|prior|last|first|past|ago|since|until|next|following|later|will|would|should|could|"
+    rf"\b(?:earlier|previous|prior|last|first|past|ago|since|until|next|following|later|will|would|should|could|now|"
+    rf"currently|so far|to date|"
     rf"may|might|expected|projected|forecast|target|"
     rf"plan(?:s|ned)?|aim|goal|year|years|quarter|month|{'|'.join(_MONTHS)})\b|\d{{4}}",
     re.I,
@@ -50,9 +51,21 @@ def titled_sentence(text: str, period: Span) -> bool:
 
 
 def document_period(title: str) -> Span | None:
-    """The period a document's title names ("Quarterly Performance Report - Q1 2022/23", "Report: January-March
-    2023" a quarter), its first one, a quarter written as in a sentence ("first quarter of 2023"). A day is the
-    document's date ("Meeting of 15 March 2023"), not a period its figures are for; a range of other months, none."""
+    """The period a document's title names, a quarter first ("Performance Report - Q3 2022/23 (October-December
+    2022)" is the organisation's Q3, not the calendar's fourth), written as in a sentence ("first quarter of 2023");
+    a range of three months alone is that calendar quarter ("Report: January-March 2023"). A day is the document's
+    date ("Meeting of 15 March 2023"), not a period its figures are for."""
+    numbered = re.search(rf"\bQuarter ([1-4]),? ({_FYEAR})\b", title)  # "Digest - Quarter 3 2023/24"
+    if numbered:
+        text = f"Q{numbered.group(1)} {numbered.group(2)}"
+        return Span("q", text, 0, len(text), "periods")
+    found = qualifiers(title, ("periods",))
+    quarter = next((q for q in found if q.kind in ("quarter", "q")), None)
+    if quarter is not None and quarter.kind == "quarter":
+        ordinal, year = quarter.text.split()[0].lower(), _found_year(quarter.text)
+        return Span("quarter", f"{ordinal} quarter of {year}", 0, 0, "periods")
+    if quarter is not None:
+        return quarter
     months = re.search(rf"\b({'|'.join(_MONTHS)})\s?[\u2013-]\s?({'|'.join(_MONTHS)}),? ({_YEAR})\b", title)
     if months:
         first, last = _MONTHS.index(months.group(1)), _MONTHS.index(months.group(2))
@@ -60,18 +73,9 @@ def document_period(title: str) -> Span | None:
             return None
         text = f"{_ORDINALS[first // 3]} quarter of {months.group(3)}"
         return Span("quarter", text, 0, len(text), "periods")
-    numbered = re.search(rf"\bQuarter ([1-4]),? ({_FYEAR})\b", title)  # "Digest - Quarter 3 2023/24"
-    if numbered:
-        text = f"Q{numbered.group(1)} {numbered.group(2)}"
-        return Span("q", text, 0, len(text), "periods")
-    found = qualifiers(title, ("periods",))
     if not found or (found[0].kind == "month" and re.search(r"\d{1,2}\D+\d{4}", found[0].text)):
         return None
-    q = found[0]
-    if q.kind == "quarter":
-        ordinal, year = q.text.split()[0].lower(), _found_year(q.text)
-        return Span("quarter", f"{ordinal} quarter of {year}", 0, 0, "periods")
-    return q
+    return found[0]
 
 
 def _found_year(text: str) -> str:

@@ -180,5 +180,30 @@ def test_an_events_figure_and_a_period_of_a_fronted_phrase_are_no_series() -> No
     assert candidates(_sentence(fronted)) == []  # the month dates the pandemic, not the cut
     (c,) = candidates(_sentence("Polonia was relegated from the country's top flight in 2013 because of debts."))
     assert c.qualifier.text == "2013"  # after the verb, a period attached to a noun is still the statement's
-    (c,) = candidates(_sentence("Headcount was 702 employees at June 30, 2024, the highest in its history."))
-    assert question(c, "June 30, 2025") == "What was headcount at June 30, 2025?"
+    (c,) = candidates(_sentence("The headcount was 702 employees at June 30, 2024, the highest in its history."))
+    assert question(c, "June 30, 2025") == "What was the headcount at June 30, 2025?"
+
+
+def test_a_negative_from_an_article_names_what_the_article_is_about() -> None:
+    from collections import Counter
+
+    from ragpipe.evaluate.suggestions import UNNAMED, _negative
+    from ragpipe.golden import Notes
+
+    def proposed(article: str) -> list[str]:
+        files = {"festival.md": article}
+        sentences = [s for d, t in files.items() for s in sentences_of(d, d, t)]
+        corpus = Corpus(sentences, files)
+        dropped: Counter[str] = Counter()
+        out = [
+            p.question
+            for s in sentences
+            for c in candidates(s)
+            if (p := _negative(c, corpus, Notes(), {}, dropped, ("periods", "a series")))
+        ]
+        return out + [UNNAMED] * dropped[UNNAMED]
+
+    title = "# Tarsova International Film Festival\n\n"
+    assert proposed(title + "The 2023 edition screened 176 films over ten days in October.") == [UNNAMED]
+    named = proposed(title + "The 2023 festival screened 176 films over ten days in October.")
+    assert named == ["How many films did the 2022 festival screen over ten days in October?"]
