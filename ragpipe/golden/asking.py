@@ -188,7 +188,7 @@ def _before_break(tokens: list[Any]) -> list[Any]:
     """Tokens up to the first comma, dash or bracket: an apposition or an aside is not part of the phrase."""
     clauses = [t for t in tokens if t.dep_ in ("relcl", "acl", "appos", "cc", "conj")]
     stops = [t.left_edge.i for t in clauses if not (t.dep_ == "acl" and t.tag_ == "VBN" and not list(t.children))]
-    stops += [t.i for t in tokens if t.text in _BREAKS]  # "of salt marsh that had been diked": the clause goes
+    stops += [t.i for t in tokens if t.text in _BREAKS and (t.text != "-" or doc_spaced(t))]  # "non-credit" stays
     return [t for t in tokens if not stops or t.i < min(stops)]  # whole; "of water produced" stays
 
 
