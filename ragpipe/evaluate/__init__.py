@@ -20,7 +20,8 @@ _EXPORTS = {
     "answers": ["ANSWER_COLUMNS", "answer_stage", "retrieved_texts"],
     "verdicts": ["VERDICT_COLUMNS", "test_sha", "anchor_rank", "anchor_source_sha", "verdict_stage"],
     "phrasing": ["PROMPT as PHRASING_PROMPT", "kept", "rephrase"],
-    "suggestions": ["SuggestError", "Proposal", "Suggestions", "suggest", "stored", "decide", "read_corpus"],
+    "proposing": ["SuggestError", "Proposal", "read_corpus"],
+    "suggestions": ["Suggestions", "suggest", "stored", "decide"],
     "importing": ["Imported", "anchor"],
     "reviews": [
         "DECISIONS",

@@ -23,6 +23,7 @@ _PRONOUNS = {"it", "they", "them", "he", "she", "him", "her", "this", "these", "
 _POINTING = {"this", "these", "those", "such"}  # "of these patients": the referent stayed in the document
 _LEVELS = {"reach", "rise", "fall", "climb", "drop", "increase", "decrease", "grow", "decline", "total", "average"}
 _LEVELS |= {"stand", "amount", "come", "hit"}
+_SET_AT = {"set", "fix", "estimate", "value", "put", "price", "cap"}  # "were set at $79,460": a level
 _GENERIC = {"figure", "number", "total", "rate", "share", "proportion", "amount", "level", "result", "score", "value"}
 _BREAKS = (",", ";", ":", "(", "-", "\u2013", "\u2014")  # what ends a phrase or a clause ("-" only spaced)
 _EVENTS = set(
@@ -96,28 +97,40 @@ def wh_question(text: str, asked: Asked) -> str | None:
     if subject is None or not _names_its_referent(subject):
         return None
     fronted = wh if moved.i == phrase.i else _pied_piped(moved, wh)
+    fronting = _fronting(verb, moved, phrase, subject, fronted, asked, gone)
+    if fronting is None:
+        return None
+    fronted, do, words = fronting
+    return _render(doc, verb, gone, words, asked, front=[fronted, do], subject=subject)
+
+
+def _fronting(
+    verb: Any, moved: Any, phrase: Any, subject: Any, fronted: str, asked: Asked, gone: set[int]
+) -> tuple[str, str, dict[int, str]] | None:
+    """The question words, the verb that goes before the subject, and what the clause's verbs become; `gone` grows by
+    what a level question drops. None where the verb cannot be fronted."""
     auxes = [c for c in verb.children if c.dep_ in ("aux", "auxpass") and c.i < verb.i]
     counted = asked.wh.startswith("how many ")  # "averaged 14,000 boardings": the line is no level, its boardings are
-    level = (
-        _level(verb, moved, phrase, subject)
-        if not auxes and (moved.i != phrase.i or wh == asked.wh and not counted)
-        else ""
-    )
-    if verb.lemma_ == "be" and phrase.dep_ == "attr" and asked.wh.startswith("how many "):
+    plain = moved.i != phrase.i or fronted == asked.wh and not counted
+    level = _level(verb, moved, phrase, subject) if not auxes and plain else ""
+    if verb.lemma_ == "be" and phrase.dep_ == "attr" and counted:
         fronted = "what"  # "Headcount was 702 employees" -> "What was headcount ...?"
     if level:  # "rose to $8.11" -> "What was operating cost per boarding ...", not "To how much did ... rise"
-        fronted, do, words = "what", level, {verb.i: ""}
         gone |= {t.i for c in verb.children if c.dep_ in ("prt", "advmod", "acomp") for t in c.subtree}  # "down"
         gone |= {t.i for c in verb.children if c.lower_ == "from" for t in c.subtree}  # "fell to 340 from 395"
-    elif auxes:  # "has reached" -> "has ... reached"
-        do, words = auxes[0].text.lower(), {auxes[0].i: ""}
-    elif verb.lemma_ == "be" or verb.pos_ == "AUX":  # "was" -> "was ..."
-        do, words = verb.text.lower(), {verb.i: ""}
-    elif verb.tag_ in _DO:  # "reached" -> "did ... reach"
-        do, words = _DO[verb.tag_], {verb.i: verb.lemma_}
-    else:
-        return None
-    return _render(doc, verb, gone, words, asked, front=[fronted, do], subject=subject)
+        return "what", level, {verb.i: ""}
+    if len(auxes) == 1 and auxes[0].dep_ == "auxpass" and verb.lemma_ in _SET_AT and moved.lower_ == "at":
+        gone |= {t.i for c in verb.children if c.dep_ == "agent" for t in c.subtree}  # "... by the trustees"
+        return "what", auxes[0].text.lower(), {auxes[0].i: "", verb.i: ""}  # "were set at $79,460": "What were ..."
+    if len(auxes) == 1 and auxes[0].lemma_ == "have" and verb.tag_ == "VBN" and auxes[0].tag_ in _DO:
+        return fronted, _DO[auxes[0].tag_], {auxes[0].i: "", verb.i: verb.lemma_}  # "had contributed": "did ...
+    if auxes:  # "has been reached" -> "has ... been reached"
+        return fronted, auxes[0].text.lower(), {auxes[0].i: ""}
+    if verb.lemma_ == "be" or verb.pos_ == "AUX":  # "was" -> "was ..."
+        return fronted, verb.text.lower(), {verb.i: ""}
+    if verb.tag_ in _DO:  # "reached" -> "did ... reach"
+        return fronted, _DO[verb.tag_], {verb.i: verb.lemma_}
+    return None
 
 
 def _level(verb: Any, moved: Any, phrase: Any, subject: Any) -> str:

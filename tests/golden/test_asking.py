@@ -187,7 +187,7 @@ def test_an_events_figure_and_a_period_of_a_fronted_phrase_are_no_series() -> No
 def test_a_negative_from_an_article_names_what_the_article_is_about() -> None:
     from collections import Counter
 
-    from ragpipe.evaluate.suggestions import UNNAMED, _negative
+    from ragpipe.evaluate.proposing import UNNAMED, _negative
     from ragpipe.golden import Notes
 
     def proposed(article: str) -> list[str]:

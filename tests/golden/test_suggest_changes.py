@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import duckdb
 
-from ragpipe.evaluate.suggestions import _collect, read_corpus
+from ragpipe.evaluate.proposing import collect, read_corpus
 from ragpipe.golden import (
     GoldenTest,
     change_notes,
@@ -135,7 +135,7 @@ def test_absence_is_a_search_of_every_sentence_naming_the_version_and_the_subjec
         for q in qualifiers(s.text):
             remember(seen, q)
     dropped = {k: 0 for k in ("negative: every sibling qualifier is answered in the corpus", "negative: no sibling")}
-    neg, pos, _, _ = _collect(corpus, notes, ("changes",), set(), seen, dropped, set(), 10, 5)
+    neg, pos, _, _ = collect(corpus, notes, ("changes",), set(), seen, dropped, set(), 10, 5)
     asked = {p.question: p for p in neg}
     assert "What changed in zipfile.ZipFile.testzip in version 3.7?" not in asked  # answered in os.html
     p = asked["What changed in zipfile.ZipFile.testzip in version 3.5?"]
