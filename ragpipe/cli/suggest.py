@@ -165,8 +165,8 @@ After accepting: `ragpipe ci` runs the new tests; `ragpipe golden validate` chec
     p.add_argument(
         "--kinds",
         default="periods,versions,names,changes",
-        help="qualifiers to vary, comma-separated: periods (years, quarters, dates; only along a series the corpus "
-        "states, or a recurring period of a measure), versions, names "
+        help="qualifiers to vary, comma-separated: periods (years, quarters, dates, a report's own period named by its "
+        "title; only along a series the corpus states, or a recurring period of a measure), versions, names "
         '(SHA-256, HR-400, `module.attr`), changes (a change note of reference documentation, "Changed in '
         'version 3.4: ...", asked about another version) (default: those four); false-premise (not by default: a '
         "one-off statement's year moved, whose pass is an answer that corrects the premise)",
@@ -175,7 +175,7 @@ After accepting: `ragpipe ci` runs the new tests; `ragpipe golden validate` chec
         "--phrase",
         action="store_true",
         help="have the configured answerer ([answerer].kind openai or smollm2) reword each question; a rewording "
-        "that drops the qualifier, a number or a name is rejected and the template stays",
+        "that drops the qualifier, a number or a name is rejected and the question built from the parse stays",
     )
     p.add_argument("--out", metavar="FILE", help="the review sheet (default: suggestions.md beside the warehouse)")
     p.add_argument("--accept", nargs="+", metavar="ID", help="append these proposals to the golden file")
