@@ -17,6 +17,8 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py museums --negatives 40       # bench/data/suggest/museums (10 documents)
     .venv/bin/python bench/suggest.py chronicle --negatives 40     # bench/data/suggest/chronicle (12 articles)
     .venv/bin/python bench/suggest.py port --negatives 40          # bench/data/suggest/port (10 documents)
+    .venv/bin/python bench/suggest.py gazette --negatives 40       # bench/data/suggest/gazette (12 articles)
+    .venv/bin/python bench/suggest.py university --negatives 40    # bench/data/suggest/university (10 documents)
 
 Each corpus is ingested once into bench/results/suggest_<name>/ under the default settings (then reused), and
 `ragpipe golden suggest` runs as a user runs it, in its own process (whole-process wall time). A sample of the
@@ -70,6 +72,10 @@ CORPORA = {
     # port authority (monthly trade statistics, annual reports, ...)
     "chronicle": (JUDGED / "chronicle", []),
     "port": (JUDGED / "port", []),
+    # round 7, rules frozen after chronicle and port had been read: 12 encyclopedia articles; 10 documents of a
+    # university (termly council updates, facts and figures, ...)
+    "gazette": (JUDGED / "gazette", []),
+    "university": (JUDGED / "university", []),
 }
 
 
