@@ -1,7 +1,8 @@
 """A question built from the sentence's parse, not spliced into it: the phrase that holds the value is replaced by the
 question words and moves to the front with the verb (wh-movement over spaCy's dependency parse), as a person asks
-it. "Reservoir storage stood at 87 percent of capacity at March 31, 2023." asked of March 31, 2024 is "At what
-percentage of capacity did reservoir storage stand at March 31, 2024?"; a value that is the subject stays in place
+it. "The company shipped 1,184 robot arms in fiscal year 2023." asked of fiscal year 2022 is "How many robot arms
+did the company ship in fiscal year 2022?"; a level is asked as what it is of ("Operating cost per boarding rose to
+$8.11 in 2019." -> "What was operating cost per boarding in 2018?"); a value that is the subject stays in place
 ("How many patients were treated in 2022?"). A sentence whose parse gives no such question (a value inside another
 phrase, a subject that is a pronoun or says "its", no finite verb) gives None: no question is better than a
 garbled one."""
@@ -64,10 +65,10 @@ def parser() -> Any:
 def wh_question(text: str, asked: Asked) -> str | None:
     """The question, or None when the parse does not give one that reads as a question."""
     doc = parse(text)
-    value = [t for t in doc if t.idx < asked.value[1] and t.idx + len(t) > asked.value[0]]
+    value = _tokens(doc, asked.value)
     if not value:
         return None
-    phrase = next(t for t in value if t.head not in value or t.head == t)
+    phrase = _head(value)
     if phrase.dep_ in ("nummod", "quantmod", "compound", "amod", "nmod", "poss"):
         return None  # "the $6.1 million project": the value modifies another word, asking it garbles the phrase
     if any(t.lower_ == "of" and _holds(t, asked.qualifier) for t in phrase.subtree if t.dep_ == "prep"):
@@ -79,7 +80,7 @@ def wh_question(text: str, asked: Asked) -> str | None:
     if phrase.dep_ == "pobj" and moved.dep_ not in ("prep", "agent", "dative"):
         return None  # "an average of 113,000 cubic metres": a value inside another phrase
     verb = moved.head
-    subject = next((c for c in verb.children if c.dep_ in _SUBJECTS), None)
+    subject = _subject(verb)
     if phrase.dep_ not in _SUBJECTS and subject is not None and moved.i < subject.left_edge.i:
         return None  # "Of the 412 works that hung there, 58 are going on loan": a value in a fronted phrase
     if verb.pos_ not in ("VERB", "AUX") or not _main(verb):
@@ -93,7 +94,6 @@ def wh_question(text: str, asked: Asked) -> str | None:
         return _render(doc, verb, gone - {moved.i}, {moved.i: wh}, asked, front=[])
     if phrase.dep_ not in _OBJECTS and phrase.dep_ != "pobj":
         return None
-    subject = next((c for c in verb.children if c.dep_ in _SUBJECTS), None)
     if subject is None or not _names_its_referent(subject):
         return None
     fronted = wh if moved.i == phrase.i else _pied_piped(moved, wh)
@@ -164,13 +164,28 @@ def _own_subject(verb: Any) -> bool:
     return any(c.dep_ in _SUBJECTS for c in verb.children)
 
 
-def _holds_span(tokens: list[Any], span: tuple[int, int]) -> bool:
+def _holds_span(tokens: Any, span: tuple[int, int]) -> bool:
+    """Some of the tokens hold characters of the span."""
     return any(span[0] < u.idx + len(u) and u.idx < span[1] for u in tokens)
 
 
 def _holds(t: Any, span: tuple[int, int]) -> bool:
     """The token's phrase holds characters of the span."""
-    return any(span[0] < u.idx + len(u) and u.idx < span[1] for u in t.subtree)
+    return _holds_span(t.subtree, span)
+
+
+def _tokens(doc: Any, span: tuple[int, int]) -> list[Any]:
+    """The tokens that hold characters of a span."""
+    return [t for t in doc if t.idx < span[1] and t.idx + len(t) > span[0]]
+
+
+def _head(tokens: list[Any]) -> Any:
+    """The token of a span whose head is outside it: the span's own head."""
+    return next(t for t in tokens if t.head not in tokens or t.head == t)
+
+
+def _subject(verb: Any) -> Any:
+    return next((c for c in verb.children if c.dep_ in _SUBJECTS), None)
 
 
 def _held(moved: Any, asked: Asked) -> set[int]:
@@ -244,11 +259,10 @@ def _render(
     if opening and not _holds_span(opening, asked.qualifier) and (opening[0].pos_ != "ADP" or len(opening) > 7):
         opening = []  # "Led by forward Dion Whitlock and coach ..., how many games": an aside, not the question's
     rest = [t for t in kept if t.i >= first]
-    w = subject.left_edge.text if subject is not None else ""
     left = subject.left_edge if subject is not None else None
     named = left is not None and (left.pos_ == "PROPN" or left.ent_type_ in _NAMES)  # "Riverside", "French"
-    if w and subject.left_edge.i == 0 and not named and not w[1:].isupper():
-        words.setdefault(subject.left_edge.i, w[:1].lower() + w[1:])  # no longer the first word
+    if left is not None and left.i == 0 and not named and not left.text[1:].isupper():
+        words.setdefault(left.i, left.text[:1].lower() + left.text[1:])  # no longer the first word
     lead = _read(opening, words).strip()
     if lead and not lead.endswith(","):
         lead += ","  # "In 1932, how many permits did ..."
@@ -320,7 +334,7 @@ def governing_verb(text: str, start: int, end: int) -> str:
 
 def _verb_of(doc: Any, span: tuple[int, int]) -> Any:
     """The nearest verb above the first token of a character span, or None."""
-    t = next((t for t in doc if t.idx < span[1] and t.idx + len(t) > span[0]), None)
+    t = next(iter(_tokens(doc, span)), None)
     while t is not None and t.pos_ not in ("VERB", "AUX"):
         t = None if t.head.i == t.i else t.head
     return t
@@ -342,16 +356,16 @@ def _inside_other_phrase(doc: Any, verb: Any, value: tuple[int, int], qualifier:
     """The qualifier modifies a noun that is neither the subject nor the value's phrase, in a phrase before the verb
     or naming an event: "at the start of the pandemic in March 2020, the airline cut its schedule by 85%" dates the
     pandemic, not the cut (after the verb, a parse attaches a period to a noun as often as to the verb)."""
-    subject = next((c for c in verb.children if c.dep_ in _SUBJECTS), None)
+    subject = _subject(verb)
     allowed = {t.i for t in subject.subtree} if subject is not None else set()
-    allowed |= {t.i for t in doc if t.idx < value[1] and t.idx + len(t) > value[0]}
+    allowed |= {t.i for t in _tokens(doc, value)}
     tokens = [t for t in doc if qualifier[0] <= t.idx < qualifier[1]]
-    t = next((t for t in tokens if t.head not in tokens or t.head == t), None)
+    t = _head(tokens) if tokens else None
     while t is not None and t.i != verb.i and t.head.i != t.i:
         t = t.head
         other = t.i < verb.i or t.lemma_.lower() in _EVENTS  # a fronted phrase, or an event ("... after the flood")
         if other and t.i != verb.i and t.pos_ in ("NOUN", "PROPN") and t.i not in allowed and t not in tokens:
-            value_heads = {u.head.i for u in doc if value[0] <= u.idx < value[1]}
+            value_heads = {u.head.i for u in _tokens(doc, value)}
             if t.i not in value_heads:
                 return True
     return False
@@ -361,7 +375,7 @@ def event_subject(text: str, value: tuple[int, int]) -> bool:
     """The value is stated of an event ("A breach of the embankment ... drained 3 miles", "The fire destroyed 40
     homes"): what happened once, not a measure of its period."""
     verb = _verb_of(parse(text), value)
-    subject = next((c for c in verb.children if c.dep_ in _SUBJECTS), None) if verb is not None else None
+    subject = _subject(verb) if verb is not None else None
     return subject is not None and subject.lemma_.lower() in _EVENTS
 
 
@@ -370,14 +384,14 @@ def core_words(text: str, value: tuple[int, int], qualifier: tuple[int, int]) ->
     first quarter of 2024 was $50.2 million": "Revenue"), or, where the value is the subject, what follows it in its
     phrase ("74.2% of patients": "of patients"); the qualifier left out. '' when the parse finds neither."""
     doc = parse(text)
-    tokens = [t for t in doc if t.idx < value[1] and t.idx + len(t) > value[0]]
+    tokens = _tokens(doc, value)
     if not tokens:
         return ""
-    phrase = next(t for t in tokens if t.head not in tokens or t.head == t)
+    phrase = _head(tokens)
     verb = _verb_of(doc, value)
     if phrase.dep_ in _SUBJECTS or verb is None:
         words = [t for t in phrase.subtree if t not in tokens]
     else:
-        subject = next((c for c in verb.children if c.dep_ in _SUBJECTS), None)
+        subject = _subject(verb)
         words = list(subject.subtree) if subject is not None else []
     return " ".join(t.text for t in words if not (qualifier[0] <= t.idx < qualifier[1]))
