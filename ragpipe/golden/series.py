@@ -8,7 +8,6 @@ Such a false-premise question is proposed only when asked for (`--kinds false-pr
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -22,6 +21,7 @@ RECURRING = frozenset(
     {"quarter", "q", "fy", "split"}
 )  # a month recurs, but "in February 1954" is mostly an event's  # periods that recur by their nature
 MEASURES = frozenset({"money", "percent", "count"})  # values that recur by their nature
+CADENCE = 0.6  # the share of a series' stated years that must fall on a step for the step to be its cadence
 SAME_ATTRIBUTE = 0.6  # the share of the asked attribute's words another period's sentence must state
 FALSE_PREMISE = "false-premise"
 # Acts done once: the price of a contract awarded, of a company acquired, the name of who was appointed or what was
@@ -82,17 +82,20 @@ def one_off(c: Candidate) -> bool:
 
 
 def cadence(c: Candidate, index: SeriesIndex) -> int:
-    """The step of a series of years the corpus states the attribute for: 10 where censuses are 1871, 1881 and
-    1891 (a sibling 1890 would be a typo, 1861 a census that may have been held); 1 where it is not regular."""
+    """The step of a series of years the corpus states what the figure is of for (its subject, `c.core`, or else
+    the asked words): 10 where censuses are 1871, 1881 and 1891, in sentences or a table (a sibling 1890 would be a
+    typo, 1861 a census that may have been held); 1 where it is not regular."""
     if c.qualifier.kind != "year":
         return 1
-    years = {int(c.qualifier.text)} | {
-        int(y) for words, q in index.by_kind.get("year", []) if _same(c.attribute, words) for y in re.findall(YEAR, q)
+    of, year = c.core or c.attribute, int(c.qualifier.text)
+    years = {year} | {
+        int(y) for words, q in index.by_kind.get("year", []) if _same(of, words) for y in re.findall(YEAR, q)
     }
-    if len(years) < 3:
-        return 1
-    ordered = sorted(years)
-    return math.gcd(*(b - a for a, b in zip(ordered, ordered[1:])))
+    for step in (10, 5, 4, 2):  # most of the stated years on the step, and three at least (a stray year aside)
+        on = [y for y in years if (y - year) % step == 0]
+        if len(on) >= 3 and len(on) >= CADENCE * len(years):
+            return step
+    return 1
 
 
 def fair_period(c: Candidate, index: SeriesIndex) -> str:

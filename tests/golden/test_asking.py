@@ -145,7 +145,11 @@ def test_a_quarterly_reports_figures_answer_only_its_own_quarter_and_tables_are_
 
 def test_a_series_of_years_is_asked_at_its_cadence() -> None:
     census = "The census of 1891 counted 9,760 residents in the town."
-    others = ["The census of 1871 counted 6,100 residents in the town.", "The census of 1881 counted 8,200 residents."]
+    others = [
+        "The census of 1871 counted 6,100 residents in the town.",
+        "The census of 1881 counted 8,200 residents.",
+        "A special census of 1874 counted 7,000 residents after the floods.",  # a stray year: the step holds
+    ]
     sentences = [_sentence(t) for t in (census, *others)]
     (c,) = candidates(sentences[0])
     index = series_index(sentences)
