@@ -1,9 +1,10 @@
 """Which periods a negative may move: a fair negative asks for a value under a sibling period only where the corpus
 shows the statement as a series. Either the corpus states the same attribute (the content words of the asking
 clause) under two or more periods of the same kind (an acceptance rate for two class years, revenue for Q1 and Q2),
-or the period recurs by its nature (a quarter, a fiscal year, a month) and what is stated of it is a measure (an
-amount, a share, a count). A one-off event's year (a treaty, a founding, an invention) is no series: moved by one, the
-question reads as a typo of the real fact, and a good system answers it by correcting the year, not by refusing.
+or the period recurs by its nature (a quarter, a fiscal year) and what is stated of it is a measure (an amount, a
+share, a count). A one-off event's year (a treaty, a founding, an invention), an act done once, an event's figure
+is no series: moved by one, the question reads as a typo of the real fact, and a good system answers it by
+correcting the year, not by refusing.
 Such a false-premise question is proposed only when asked for (`--kinds false-premise`), as its own kind."""
 
 from __future__ import annotations
@@ -17,9 +18,8 @@ from ragpipe.golden.near_miss import YEAR, Candidate, Sentence, Span, qualifiers
 from ragpipe.golden.titles import titled_sentence
 from ragpipe.reading import content_words
 
-RECURRING = frozenset(
-    {"quarter", "q", "fy", "split"}
-)  # a month recurs, but "in February 1954" is mostly an event's  # periods that recur by their nature
+# Periods that recur by their nature (a month recurs too, but "in February 1954" in prose mostly dates an event)
+RECURRING = frozenset({"quarter", "q", "fy", "split"})
 MEASURES = frozenset({"money", "percent", "count"})  # values that recur by their nature
 CADENCE = 0.6  # the share of a series' stated years that must fall on a step for the step to be its cadence
 SAME_ATTRIBUTE = 0.6  # the share of the asked attribute's words another period's sentence must state
@@ -71,7 +71,8 @@ def _same(attribute: frozenset[str], words: frozenset[str]) -> bool:
 
 def one_off(c: Candidate) -> bool:
     """A value stated of an event (its subject "the fire", "a breach"), of an act done once (a price, a name, a date
-    of an act in ONE_OFF_ACTS), or of the day something happened ("peaked ... on August 11, 2020"; a balance "at March 31, 2022" is a period's)."""
+    of an act in ONE_OFF_ACTS), or of the day something happened ("peaked ... on August 11, 2020"; a balance "at
+    March 31, 2022" is a period's)."""
     day = c.qualifier.kind == "month" and re.search(r"\d{1,2},? \d{4}|^\d{1,2} ", c.qualifier.text)
     if day and _DAY_OF_EVENT.search(c.sentence.text[: c.qualifier.start]):
         return True
