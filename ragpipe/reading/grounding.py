@@ -21,7 +21,9 @@ from ragpipe.reading.notation import notations, with_carets
 _META = content_words(  # content_words keeps 5 letters: "passage" covers "passages"
     "document docs context text passage source excerpt based according answer question final note json yaml xml "
     "markdown table sorry summary reasoning step conclusion confidence result information assistant model language "
-    "doc reference documentation manual changelog readme guide section page pages chunk snippet material"
+    "doc reference documentation manual changelog readme guide section page pages chunk snippet material "
+    # the conversation around the question: a support ticket's "Customer asked about ...", "Escalating to Tier 2:"
+    "customer user ticket handoff escalation tier resolution tip example knowledge kb topic appendix sec"
 )
 _CODE = re.compile(r"`([^`\n]+)`")
 # code written without backticks: an option ("--codename", "-c"), an identifier joined by "_", ".", "::", "/" or "="
@@ -206,6 +208,7 @@ def grounded(fact: Fact, g: Grounds) -> bool:
         # ("httpx.get(url, timeout=10.0)"). Never by its words: HTTPX_CLIENT_CERT is not in a text that says
         # "httpx", "client" and "cert" apart.
         code = " ".join(fact.text.lower().split()).strip(".")
+        code = _KIND_SUFFIX.sub("", code)  # "MPI_FLOAT_INT-style pair types": the code is MPI_FLOAT_INT
         pieces = [p for p in re.split(r"[\s=(),\[\]{}'\"]+", code) if len(p) > 2 or p.isdigit()]
         # a PDF's text often shows an underscore as a space ("ps tm lim" for ps_tm_lim): either is as written
         if _spaced(code) in _spaced(g.text) or bool(pieces) and all(_as_written(p, g) for p in pieces):
@@ -228,6 +231,9 @@ def grounded(fact: Fact, g: Grounds) -> bool:
         return grounded(Fact(fact.text, "code", fact.start, fact.end), g)
     name = fact.text[:-1] if re.fullmatch(r"[A-Z]{2,}s", fact.text) else fact.text  # "URIs", "APIs"
     return _key(fact.text) in g.words or _key(name) in g.words or _acronym_of(name, g)
+
+
+_KIND_SUFFIX = re.compile(r"-(?:style|like|based|compatible|related|specific|aware|only|type)$")
 
 
 @functools.lru_cache(maxsize=256)  # the retrieved text is read once per answer, not once per code fact

@@ -3,6 +3,7 @@ or answering from outside the retrieved text (ragpipe.verdicts.rule turns the ou
 
 from __future__ import annotations
 
+import json
 import re
 
 from ragpipe.reading import (
@@ -27,6 +28,20 @@ _SOURCES = re.compile(r"(?:sources?|references?|citations?)\b[\w ]{0,20}:")
 _DENIES = re.compile(
     r"\b(?:not|no|never|none|nothing|nowhere|without|neither|nor|cannot|unable|unknown|unclear|absent|silent|lack\w*|"
     r"miss\w*|(?:do|does|did|is|are|was|were|has|have|had|ca|wo|could|would|should)n'?t)\b|n't\b"
+)
+
+# advice on where to find the answer ("I'd recommend asking the MIA team directly", "your best bet would be to look in
+# the build files", "that appendix would be the best place to confirm it"): it names a source, not an answer
+_CONSULT = re.compile(
+    r"\b(?:recommend|suggest|advise)\w*\s+(?:that\s+you\s+)?(?:ask|contact|consult|check|look|refer|verify|confirm)\w*|"
+    r"\byour\s+best\s+bet\b|\bbest\s+place\s+to\s+(?:confirm|check|look|find)\b|\brather\s+than\s+guessing\b|"
+    r"^\W*(?:please\s+)?(?:consult|contact|ask|refer\s+to|check\s+with)\b"
+)
+
+# words that put a refusal on the source: "the passages don't say", "not documented", "answer found: no"
+_SOURCE = re.compile(
+    r"\b(?:documents?|documentation|documented|docs?|passages?|context|texts?|excerpts?|sources?|manual|notes|"
+    r"material|retrieved|provided|stated|mentioned|covered|specified|listed|say|says|found|answerable)\b"
 )
 
 
@@ -101,6 +116,59 @@ def _placed_elsewhere(clause: str, question: str) -> bool:
     return _OTHER.search(clause) is not None
 
 
+def _labels(answer: str, value: str) -> list[str]:
+    """The labels the answer writes the value under: a JSON key, the cells before it on a table row, the words before
+    ":", "-", "->" or "=" on its line ("LL miss: up to 200 cycles", "| Front-Cover Text | at most 5 words |")."""
+    try:
+        data = json.loads(answer)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        out: list[str] = []
+        stack: list[tuple[str, object]] = list(data.items())
+        while stack:
+            key, item = stack.pop()
+            if isinstance(item, dict):
+                stack.extend((f"{key} {k}", x) for k, x in item.items())
+            elif _states_text(json.dumps(item), value):
+                out.append(key.replace("_", " "))
+        return out
+    out = []
+    for line in answer.splitlines():
+        if not _states_text(line, value):
+            continue
+        at = line.lower().find(value.strip("`_*").lower())
+        before = line[: max(at, 0)] if at >= 0 else ""
+        before = re.split(r"[.!?;]\s", before)[-1]  # the label opens its line or its sentence
+        m = re.match(r"^\W*(.{1,60}?)\s*(?::|\||\s[\u2013\u2014-]\s|\u2192|->|=)", before)
+        if m and len(m.group(1).split()) <= 6:
+            out.append(m.group(1))
+    return out
+
+
+def labelled_otherwise(answer: str, question: str, value: str) -> bool:
+    """Beside a refusal, is the value written only under labels of its own, each naming something the question does
+    not ask about ("LL miss: up to 200 cycles" asked about a TLB miss, {"legacy_algorithm": "MD5"} asked about the
+    default hash)? Then it lists what the source says of something else. "Revenue: $48.7 million", asked about
+    revenue, states it."""
+    labels = _labels(answer, value)
+    asked = _label_words(question)
+    return bool(labels) and all(_label_words(label) - _META - asked for label in labels)
+
+
+def _label_words(text: str) -> set[str]:
+    """Content words, and the two-letter abbreviations a label uses ("LL miss", "l1_hits")."""
+    short = {w.lower() for w in re.findall(r"(?<![^\W_])[A-Za-z][A-Za-z\d](?![^\W_])", text)}
+    return content_words(text) | (short - _TWO_LETTER_WORDS)
+
+
+_TWO_LETTER_WORDS = frozenset("of to in on at by is it as an or be no do if up so we my me us he am go vs".split())
+
+
+def _states_text(text: str, value: str) -> bool:
+    return bool(value) and answer_matches(text, value, "", share=0.4).matched
+
+
 # a hedge on a yes or no: "not stated directly, but probably yes, it saves the workspace", "Probably not." answer a
 # yes/no question
 _HEDGED_YES_NO = re.compile(
@@ -139,6 +207,8 @@ def read_negative(
             continue  # "Sources consulted: passage 2 (Warsaw, 16th-17th c.)": the sources named, no claim
         if framing(r.clause) and not (trap or offered or _new_numbers(r.clause, question)):
             continue  # courtesy or an offer of help: "I'd be happy to escalate this to our documentation team"
+        if refused and _CONSULT.search(r.clause) and not (trap or _new_numbers(r.clause, question)):
+            continue  # where to look for it, not what it is
         if refused and r.hedge and _HEDGED_YES_NO.search(r.clause):
             return "hedged", r.clause, False
         if refused and r.own_knowledge and not r.citation:
@@ -184,7 +254,9 @@ def read_negative(
         unclear = unclear or (r.clause, trap)  # a refusal beside a plainly stated value: for a judge or a person
     if not refused:  # no refusal the grammar knows, and no value either: a refusal in other words, or an answer
         said = any(guesses(answer, r.clause, question) for r in readings)
-        return "answered", "", not (said and not _DENIES.search(answer.lower()))  # no negation at all: no refusal
+        # a refusal in other words speaks of the source ("Nothing in the notes about that"); "There is no limit"
+        # and "No." deny something of the subject: an answer
+        return "answered", "", not (said and not (_DENIES.search(answer.lower()) and _SOURCE.search(answer.lower())))
     if unclear:
         return ("took_trap" if unclear[1] else "answered"), unclear[0], True
     return ("refusal_citing_trap" if trap_cited else "refusal"), "", False

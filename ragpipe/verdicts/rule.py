@@ -47,7 +47,7 @@ from ragpipe.reading import (
     wrong_unit,
 )
 from ragpipe.verdicts.entailed import finding, said_as_written
-from ragpipe.verdicts.negatives import read_negative
+from ragpipe.verdicts.negatives import labelled_otherwise, read_negative
 from ragpipe.verdicts.positives import (
     ASIDE,
     aside,
@@ -58,6 +58,7 @@ from ragpipe.verdicts.positives import (
     heads,
     needs_whole,
     opposed_claim,
+    rival_code,
     rival_first,
     said_of_other,
     states_core,
@@ -65,7 +66,10 @@ from ragpipe.verdicts.positives import (
     whole,
 )
 
-IMPL_VERSION = "8"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
+IMPL_VERSION = "9"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
+# 9: the conversation around a question ("Ticket update: Customer asked ...") and advice on where to look are no
+#    claim beside a refusal; the trap listed under a label of its own beside a refusal is cited; a denial of the
+#    subject without a word of the source is an answer; code of the expected answer's family in its place fails.
 # 8: framing (a letter's closing, an offer of help) is no claim; a sentence's capital is no name; code written without
 #    backticks is a fact; a hedge inside a refusing clause; a unit added to the expected number; an expected
 #    answer's value before what it adds about it, for a terse answer; a claim after a refusal from another source
@@ -161,13 +165,15 @@ def decide(
         return v("fail", "empty answer")
     g = grounds(tuple(contexts), f"{test.question} {test.source or ''}")  # the document's name is no outside fact
     if test.kind == "negative":
-        return _negative(test, text, readings, g, v)
+        return _negative(test, text, readings, g, v, answer.text)
     passages = grounds(tuple(contexts), "")  # the retrieved texts alone: the question states nothing
     return _positive(test, text, readings, g, passages, v, tuple(contexts))
 
 
-def _negative(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, v: Any) -> Verdict:
+def _negative(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, v: Any, raw: str) -> Verdict:
     outcome, clause, unsure = read_negative(readings, text, test.question, test.trap_value, g)
+    if outcome == "took_trap" and unsure and labelled_otherwise(raw, test.question, test.trap_value or ""):
+        outcome = "refusal_citing_trap"  # "LL miss: up to 200 cycles" beside "no cost is given for a TLB miss"
     quoted = repr(clause[:160])
     refused = any(r.refusal for r in readings)
     if outcome == "refusal":
@@ -385,6 +391,9 @@ def _positive(
         or (bool(stated) and stated <= set(numbers(digits(expected))))
         or (len(need) >= 5 and len(need & content_words(text)) >= 2)  # a long span, perhaps in other words
     )
+    rival = rival_code(text, expected, question)
+    if rival:  # "GLP_ORD_QMD" where the expected answer has "GLP_ORD_AMD": another of its kind, not a rewording
+        return v("fail", f"names {rival[0]!r} where the expected answer has {rival[1]!r}")
     want = versions(expected)  # one version expected, another stated ("1.17.1" for "1.17.11"): not close, wrong
     other = len(want) == 1 and bool(set(versions(text)) - set(want))
     return v("fail", f"answer does not state {expected!r}: {text[:120]!r}", unsure=close and not other)

@@ -1,0 +1,83 @@
+"""Declines that describe the source and the conversation around the question, and answers that name a rival of
+the expected code. Each case has a twin that must come out the other way (made-up documents and answers)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragpipe.golden import GoldenTest
+from ragpipe.rag import Answer
+from ragpipe.verdicts import decide
+
+TEXT = (
+    "The cache simulator charges an L1 miss about 10 cycles and an LL miss up to 200 cycles. "
+    "Mispredicted branches cost 10 to 30 cycles. Use --branch-sim=yes to turn on branch simulation; it is "
+    "disabled by default because it slows the tool by about 25%. The suppression types are Value1, Value2, Value4, "
+    "Value8 and Value16, and Cond (also written Value0)."
+)
+NEG = GoldenTest(
+    "n", "How many cycles does a TLB miss cost in the cache simulator?", "not in documents", "negative", 1, ["a"],
+    TEXT, "x.md", "up to 200 cycles", "t", "2026-01-01",
+)  # fmt: skip
+POS = GoldenTest(
+    "p", "Which option turns on branch simulation?", "--branch-sim=yes; it is disabled by default (it slows the tool "
+    "by about 25%)", "positive", 1, ["a"], TEXT, "x.md", None, "t", "2026-01-01",
+)  # fmt: skip
+
+
+def _verdict(test: GoldenTest, answer: str) -> tuple[str, str]:
+    v = decide(test, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), ("not in documents",), "t", contexts=[TEXT])
+    return v.verdict, v.reason
+
+
+@pytest.mark.parametrize(
+    ("declines", "guesses"),
+    [
+        (  # the ticket restates the request: words of the conversation, not facts about the subject
+            "Ticket update: Customer asked about the TLB miss cost. The manual gives L1 and LL miss costs only; "
+            "no TLB figure is stated.",
+            "Ticket update: Customer asked about the TLB miss cost. The manual does not state it; Intel documents "
+            "put it at 30 cycles.",
+        ),
+        (  # advice on where to look names a source, not an answer
+            "The documents don't give a TLB miss cost. I'd recommend asking the tool's maintainers on their "
+            "mailing list.",
+            "The documents don't give a TLB miss cost. From experience it is around 30 cycles on x86.",
+        ),
+        (  # code named with a kind suffix is the code of the text
+            "No TLB figure is documented; the passages only cover Value16-style suppression types and cache misses.",
+            "No TLB figure is documented; it is probably like the Value32-style cost of 40 cycles.",
+        ),
+    ],
+)
+def test_a_decline_that_describes_the_source_passes_and_its_twin_guessing_fails(declines: str, guesses: str) -> None:
+    assert _verdict(NEG, declines)[0] == "pass"
+    assert _verdict(NEG, guesses)[0] == "fail"
+
+
+def test_the_trap_listed_under_its_own_label_beside_a_refusal_is_cited() -> None:
+    listed = (
+        "The passages do not give a cost for a TLB miss.\n\n- L1 miss: about 10 cycles\n- LL miss: up to 200 cycles"
+    )
+    assert _verdict(NEG, listed)[0] == "pass"
+    as_json = '{"tlb_miss_cycles": null, "documented": {"ll_miss": "up to 200 cycles"}}'
+    assert _verdict(NEG, as_json)[0] == "pass"
+    # the same value under a label that names what was asked states it: never a pass
+    asked = "The passages do not give a cost for a TLB miss.\n\n- TLB miss: up to 200 cycles"
+    assert _verdict(NEG, asked)[0] != "pass"
+    assert _verdict(NEG, "The documents don't say. A TLB miss costs up to 200 cycles.")[0] != "pass"
+
+
+def test_a_denial_about_the_subject_is_an_answer_not_a_refusal_in_other_words() -> None:
+    verdict, reason = _verdict(NEG, "There is no extra cost: TLB misses are absorbed by the page walker.")
+    assert verdict == "fail" and reason.startswith("answered instead of refusing")
+    # a denial that speaks of the source may be a refusal in other words: for a reviewer
+    assert _verdict(NEG, "Nothing in the manual about TLB misses, there is no figure at all.")[0] != "fail"
+
+
+def test_code_of_the_expected_family_in_its_place_fails_and_a_rewording_stays_for_a_reviewer() -> None:
+    verdict, reason = _verdict(POS, "Use --cache-sim=yes; it is off by default.")
+    assert verdict == "fail" and "--cache-sim" in reason and "--branch-sim" in reason
+    assert _verdict(
+        POS, "Branch simulation is switched on with an option, and by default it is disabled because it slows the tool."
+    )[0] == ("needs_review")
