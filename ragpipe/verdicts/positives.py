@@ -4,7 +4,6 @@ whole (ragpipe.verdicts.rule turns these into a verdict)."""
 
 from __future__ import annotations
 
-import os
 import re
 
 from ragpipe.reading import (
@@ -65,38 +64,6 @@ def rival_first(answer: str, expected: str, question: str) -> str | None:
 
     firsts = [(at(o), o) for o in options if 0 <= at(o) < at(e)]
     return min(firsts)[1] if firsts else None
-
-
-def _kin(a: str, b: str) -> bool:
-    """Two pieces of code of one family: a shared head or tail up to a separator ("GLP_ORD_QMD" and "GLP_ORD_AMD",
-    "--cache-sim" and "--branch-sim", "XZ_DEFAULTS" and "XZ_OPT"), neither holding the other."""
-    if a in b or b in a:
-        return False
-    head = len(os.path.commonprefix([a, b]))
-    tail = len(os.path.commonprefix([a[::-1], b[::-1]]))
-    return (head >= 3 and a[head - 1] in "_-.=:") or (tail >= 4 and a[-tail] in "_-.=:")
-
-
-def _codes(text: str) -> list[str]:
-    return [f.text.lower().strip("`.,") for f in facts(text) if f.kind == "code"]
-
-
-def rival_code(answer: str, expected: str, question: str) -> tuple[str, str] | None:
-    """(named, wanted): the answer names code of the family of a piece of the expected answer that it leaves out
-    ("GLP_ORD_QMD" where the expected answer is "GLP_ORD_AMD", "--cache-sim=yes" for "--branch-sim=yes"); a
-    placeholder of the expected answer ("DELAYED/x-day", "vgcore.NNNNN") stands for a family and has no rival."""
-    low, asked, want = answer.lower(), question.lower(), expected.lower()
-    missing = [c for c in _codes(expected) if c not in low and not _PLACEHOLDER.search(c)]
-    for named in _codes(answer):
-        if named in want or named in asked:
-            continue
-        rival = next((c for c in missing if _kin(named, c)), None)
-        if rival:
-            return named, rival
-    return None
-
-
-_PLACEHOLDER = re.compile(r"(?<![a-z])(?:x|n+|nnn\w*)(?![a-z])|<|\.\.\.")
 
 
 ASIDE = {

@@ -58,32 +58,20 @@ from ragpipe.verdicts.positives import (
     heads,
     needs_whole,
     opposed_claim,
-    rival_code,
     rival_first,
     said_of_other,
     states_core,
     unsaid_beside,
     whole,
 )
+from ragpipe.verdicts.rivals import rival_code, swapped_pairs
 
 IMPL_VERSION = "9"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
 # 9: the conversation around a question ("Ticket update: Customer asked ...") and advice on where to look are no
 #    claim beside a refusal; the trap listed under a label of its own beside a refusal is cited; a denial of the
-#    subject without a word of the source is an answer; code of the expected answer's family in its place fails.
-# 8: framing (a letter's closing, an offer of help) is no claim; a sentence's capital is no name; code written without
-#    backticks is a fact; a hedge inside a refusing clause; a unit added to the expected number; an expected
-#    answer's value before what it adds about it, for a terse answer; a claim after a refusal from another source
-#    ("from the news archive"), from general history or practice, or after "it seems" or a lone "typically".
-# 7: claims beside the value read by the entailment reader (contradicted: fail; not in the context: needs_review);
-#    units as dimensions (the expected number in another unit fails, a conversion beside the value is computed).
-# 6: beside the right value, a number or name taken from another statement of the retrieved text, code giving a
-#    parameter another's value, the value denied after it, a second value for what was asked (needs_review); a
-#    plain word's options are those joined by "or"; names beside an expected number; "instead of" before a value.
-# 5: a claim the retrieved text contradicts beside the value, a bound given as exact, a negative with no word of
-#    denial, another version, self-corrections, table headers and source lists, KiB/MiB, tiny decimals.
-# 4: what a value is said of (parallel clauses), identifiers grounded as written, what a count question asks for,
-#    generalizations beside a refusal. 3: grounding in the retrieved text, negation scope, needs_review.
-#    2: refusal grammar, trap cited vs taken, number words and units.
+#    subject without a word of the source is an answer; code of the expected answer's family in its place, or its
+#    values swapped between the subjects it pairs them with, fails.
+# earlier versions: docs/verdicts.md, "Versions of the rule"
 
 
 @dataclass(frozen=True)
@@ -263,6 +251,11 @@ def _beside(
     """The expected value is stated as the answer: what else the answer says, checked against the retrieved texts
     (a wrong conversion, names and numbers they do not hold, a claim they contradict or do not make)."""
     expected, question = test.expected_answer, test.question
+    swap = swapped_pairs(text, expected)
+    if swap:  # "103 bytes on Linux" where the expected answer pairs 107 with Linux
+        return v(
+            "fail", f"gives {swap[0]!r} beside {swap[1]!r}, which the expected answer {expected!r} pairs otherwise"
+        )
     converted, misconverted = conversions(text, expected)
     if misconverted:
         return v("fail", f"states {expected!r}, then converts it wrongly: {', '.join(misconverted)!r}")
@@ -384,6 +377,14 @@ def _positive(
     stated = set(numbers(digits(text))) - set(numbers(digits(question)))
     if refused and not stated:
         return v("fail", "refused although the evidence was retrieved")
+    return _unstated(text, expected, question, stated, v)
+
+
+def _unstated(text: str, expected: str, question: str, stated: set[float], v: Any) -> Verdict:
+    """The answer does not state the expected answer: a fail, or for a reviewer where it may be a rewording."""
+    rival = rival_code(text, expected, question)
+    if rival:  # "GLP_ORD_QMD" where the expected answer has "GLP_ORD_AMD": another of its kind, not a rewording
+        return v("fail", f"names {rival[0]!r} where the expected answer has {rival[1]!r}")
     # A paraphrase that shares much of the expected answer is for a judge or a reviewer to read; it never passes.
     need = content_words(expected) - content_words(question)
     close = (
@@ -391,9 +392,6 @@ def _positive(
         or (bool(stated) and stated <= set(numbers(digits(expected))))
         or (len(need) >= 5 and len(need & content_words(text)) >= 2)  # a long span, perhaps in other words
     )
-    rival = rival_code(text, expected, question)
-    if rival:  # "GLP_ORD_QMD" where the expected answer has "GLP_ORD_AMD": another of its kind, not a rewording
-        return v("fail", f"names {rival[0]!r} where the expected answer has {rival[1]!r}")
     want = versions(expected)  # one version expected, another stated ("1.17.1" for "1.17.11"): not close, wrong
     other = len(want) == 1 and bool(set(versions(text)) - set(want))
     return v("fail", f"answer does not state {expected!r}: {text[:120]!r}", unsure=close and not other)

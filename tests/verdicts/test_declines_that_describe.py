@@ -1,5 +1,5 @@
-"""Declines that describe the source and the conversation around the question, and answers that name a rival of
-the expected code. Each case has a twin that must come out the other way (made-up documents and answers)."""
+"""Declines that describe the source and the conversation around the question. Each case has a twin that must come
+out the other way (made-up documents and answers)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,6 @@ TEXT = (
 NEG = GoldenTest(
     "n", "How many cycles does a TLB miss cost in the cache simulator?", "not in documents", "negative", 1, ["a"],
     TEXT, "x.md", "up to 200 cycles", "t", "2026-01-01",
-)  # fmt: skip
-POS = GoldenTest(
-    "p", "Which option turns on branch simulation?", "--branch-sim=yes; it is disabled by default (it slows the tool "
-    "by about 25%)", "positive", 1, ["a"], TEXT, "x.md", None, "t", "2026-01-01",
 )  # fmt: skip
 
 
@@ -73,11 +69,3 @@ def test_a_denial_about_the_subject_is_an_answer_not_a_refusal_in_other_words() 
     assert verdict == "fail" and reason.startswith("answered instead of refusing")
     # a denial that speaks of the source may be a refusal in other words: for a reviewer
     assert _verdict(NEG, "Nothing in the manual about TLB misses, there is no figure at all.")[0] != "fail"
-
-
-def test_code_of_the_expected_family_in_its_place_fails_and_a_rewording_stays_for_a_reviewer() -> None:
-    verdict, reason = _verdict(POS, "Use --cache-sim=yes; it is off by default.")
-    assert verdict == "fail" and "--cache-sim" in reason and "--branch-sim" in reason
-    assert _verdict(
-        POS, "Branch simulation is switched on with an option, and by default it is disabled because it slows the tool."
-    )[0] == ("needs_review")

@@ -1,0 +1,92 @@
+"""What an answer puts in the expected value's place: code of the expected answer's family ("--cache-sim=yes" for
+"--branch-sim=yes"), or the expected answer's values swapped between the subjects it pairs them with ("103 bytes on
+Linux and 107 bytes on macOS" for "107 bytes on Linux and 103 bytes on macOS")."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ragpipe.reading import content_words, facts
+
+
+def _kin(a: str, b: str) -> bool:
+    """Two pieces of code of one family: a shared head or tail up to a separator ("GLP_ORD_QMD" and "GLP_ORD_AMD",
+    "--cache-sim" and "--branch-sim", "XZ_DEFAULTS" and "XZ_OPT"), neither holding the other."""
+    if a in b or b in a:
+        return False
+    head = len(os.path.commonprefix([a, b]))
+    tail = len(os.path.commonprefix([a[::-1], b[::-1]]))
+    return (head >= 3 and a[head - 1] in "_-.=:") or (tail >= 4 and a[-tail] in "_-.=:")
+
+
+def _codes(text: str) -> list[str]:
+    return [f.text.lower().strip("`.,") for f in facts(text) if f.kind == "code"]
+
+
+def rival_code(answer: str, expected: str, question: str) -> tuple[str, str] | None:
+    """(named, wanted): the answer names code of the family of a piece of the expected answer that it leaves out
+    ("GLP_ORD_QMD" where the expected answer is "GLP_ORD_AMD", "--cache-sim=yes" for "--branch-sim=yes"); a
+    placeholder of the expected answer ("DELAYED/x-day", "vgcore.NNNNN") stands for a family and has no rival."""
+    low, asked, want = answer.lower(), question.lower(), expected.lower()
+    missing = [c for c in _codes(expected) if c not in low and not _PLACEHOLDER.search(c)]
+    for named in _codes(answer):
+        if named in want or named in asked:
+            continue
+        rival = next((c for c in missing if _kin(named, c)), None)
+        if rival:
+            return named, rival
+    return None
+
+
+_PLACEHOLDER = re.compile(r"(?<![a-z])(?:x|n+|nnn\w*)(?![a-z])|<|\.\.\.")
+
+
+_SEGMENT = re.compile(r"[,;\n]|\s(?:and|then|while|whereas|but)\s|\.\s")
+
+
+_PAIRS = re.compile(r"[,;]|\s(?:and|then|while|whereas|but)\s")  # how an expected answer joins its pairs
+_DATED = re.compile(
+    r"\b(?:1[5-9]\d\d|20\d\d)\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d", re.I
+)
+
+
+def _segments(text: str) -> list[str]:
+    return [s for s in _SEGMENT.split(text.lower()) if s.strip()]
+
+
+def _holds(segment: str, value: str) -> bool:
+    if re.fullmatch(r"-?\d[\d,.]*", value):
+        return re.search(r"(?<![\w.-])" + re.escape(value) + r"(?![\w.]*\d)", segment) is not None
+    return re.search(r"(?<![\w-])" + re.escape(value) + r"(?![\w-])", segment) is not None
+
+
+def swapped_pairs(answer: str, expected: str) -> tuple[str, str] | None:
+    """(value, subject): an expected answer that pairs values with subjects ("107 bytes on Linux and 103 bytes on
+    macOS", "-1 when run on Valgrind, 0 otherwise") and an answer that gives a value only beside another value's
+    subject ("103 bytes on Linux and 107 bytes on macOS"): the same values, swapped. Words that every part of the
+    expected answer shares ("bytes") pair nothing."""
+    if _DATED.search(expected):
+        return None  # a date's parts ("January 1st, 1970", "2.11 (November 2016)") are one value, not pairs
+    parts = [p for p in _PAIRS.split(expected.lower()) if p.strip()]
+    values = [v for v in dict.fromkeys(re.findall(r"`[^`]+`|(?<![\w.])-?\d[\d,.]*\d|(?<![\w.])-?\d", expected))]
+    values = [v.strip("`").lower() for v in values]
+    if len(values) < 2:
+        return None
+    owner = {v: next((i for i, p in enumerate(parts) if _holds(p, v)), -1) for v in values}
+    if -1 in owner.values() or len(set(owner.values())) < len(values):
+        return None  # two values in one part, or a value the parts do not show alone: no pairing to read
+    value_words = content_words(" ".join(values))
+    words = [content_words(p) - value_words for p in parts]
+    shared = set.intersection(*(words[i] for i in owner.values()))
+    partner = {v: words[owner[v]] - shared for v in values}
+    for v in values:
+        others = set().union(*(partner[o] for o in values if o != v)) - partner[v]
+        holding = [s for s in _segments(answer) if _holds(s, v)]
+        if (
+            holding
+            and partner[v]
+            and all(content_words(s) & others and not content_words(s) & partner[v] for s in holding)
+        ):
+            return v, next(iter(content_words(holding[0]) & others))
+    return None

@@ -1,0 +1,71 @@
+"""What an answer puts in the expected value's place: code of the expected answer's family fails where a rewording
+stays for a reviewer; values swapped between the subjects the expected answer pairs them with fail, the same pairs in
+another order or form keep their verdict (made-up answers)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragpipe.golden import GoldenTest
+from ragpipe.rag import Answer
+from ragpipe.verdicts import decide
+from ragpipe.verdicts.rivals import swapped_pairs
+
+TEXT = "The maximum socket path length is 107 bytes on Linux and 103 bytes on macOS."
+POS = GoldenTest(
+    "p", "What is the maximum socket path length?", "107 bytes on Linux and 103 bytes on macOS", "positive", 1,
+    ["a"], TEXT, "x.md", None, "t", "2026-01-01",
+)  # fmt: skip
+
+
+def _verdict(answer: str) -> tuple[str, str]:
+    v = decide(POS, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), (), "t", contexts=[TEXT])
+    return v.verdict, v.reason
+
+
+@pytest.mark.parametrize(
+    ("kept", "swapped"),
+    [
+        ("107 bytes on Linux and 103 bytes on macOS.", "103 bytes on Linux and 107 bytes on macOS."),
+        ("On macOS it is 103 bytes, and on Linux 107.", "On macOS it is 107 bytes, and on Linux 103."),
+        ("Linux: 107 bytes; macOS: 103 bytes", "Linux: 103 bytes; macOS: 107 bytes"),
+    ],
+)
+def test_values_swapped_between_their_subjects_fail_and_the_pairs_kept_pass(kept: str, swapped: str) -> None:
+    assert _verdict(kept)[0] == "pass"
+    verdict, reason = _verdict(swapped)
+    assert verdict == "fail" and "pairs otherwise" in reason
+
+
+def test_pairs_are_read_only_where_the_expected_answer_gives_one_value_per_part() -> None:
+    assert swapped_pairs("They return 0 when run on Valgrind and -1 otherwise.", "-1 when run on Valgrind, 0 otherwise")
+    assert (
+        swapped_pairs("They return -1 under Valgrind and 0 otherwise.", "-1 when run on Valgrind, 0 otherwise") is None
+    )
+    # a date's parts are one value, and a single value has nothing to pair
+    assert swapped_pairs("Git 2.11, from November 2016", "Git 2.11 (November 2016)") is None
+    assert swapped_pairs("It is 300 seconds on Linux.", "300 seconds") is None
+
+
+OPTION_TEXT = (
+    "Use --branch-sim=yes to turn on branch simulation; it is disabled by default because it slows the tool by about "
+    "25%. Cache simulation is turned on with --cache-sim=yes."
+)
+OPTION = GoldenTest(
+    "o", "Which option turns on branch simulation?", "--branch-sim=yes; it is disabled by default (it slows the tool "
+    "by about 25%)", "positive", 1, ["a"], OPTION_TEXT, "x.md", None, "t", "2026-01-01",
+)  # fmt: skip
+
+
+def _verdict_of(test: GoldenTest, answer: str) -> tuple[str, str]:
+    v = decide(test, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), (), "t", contexts=[OPTION_TEXT])
+    return v.verdict, v.reason
+
+
+def test_code_of_the_expected_family_in_its_place_fails_and_a_rewording_stays_for_a_reviewer() -> None:
+    verdict, reason = _verdict_of(OPTION, "Use --cache-sim=yes; it is off by default.")
+    assert verdict == "fail" and "--cache-sim" in reason and "--branch-sim" in reason
+    assert _verdict_of(
+        OPTION,
+        "Branch simulation is switched on with an option, and by default it is disabled because it slows the tool.",
+    )[0] == ("needs_review")
