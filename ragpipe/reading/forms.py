@@ -38,6 +38,13 @@ def _flatten(obj: object, key: str = "") -> list[str]:
         return ["null"]
     if isinstance(obj, bool):
         return [f"{key.replace('_', ' ')}: {'yes' if obj else 'no'}"]
+    if isinstance(obj, str) and obj.strip().startswith("{") and obj.strip().endswith("}"):
+        import json
+
+        try:  # a field holding JSON of its own ({"answer": "{\"answer\": \"40.3%\", \"confidence\": 0.95}"})
+            return _flatten(json.loads(obj), key)
+        except ValueError:
+            pass
     return [str(obj)]
 
 

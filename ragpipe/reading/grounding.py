@@ -23,8 +23,8 @@ _META = content_words(  # content_words keeps 5 letters: "passage" covers "passa
     "markdown table sorry summary reasoning step conclusion confidence result information assistant model language "
     "doc reference documentation manual changelog readme guide section page pages chunk snippet material "
     # the conversation around the question: a support ticket's "Customer asked about ...", "Escalating to Tier 2:"
-    "customer user ticket handoff escalation tier resolution tip example knowledge kb topic appendix sec"
-)
+    "customer user ticket handoff escalation tier resolution tip example knowledge topic appendix base"
+) | {"kb", "sec", "url", "api", "faq", "id"}  # short words of the kind, which content_words leaves out
 _CODE = re.compile(r"`([^`\n]+)`")
 # code written without backticks: an option ("--codename", "-c"), an identifier joined by "_", ".", "::", "/" or "="
 # ("graphical.target", "lsb_release", "DEB_BUILD_MAINT_OPTIONS=optimize=-lto"), a call ("Exponential(mu)")
@@ -34,6 +34,7 @@ _BARE_CODE = re.compile(
 )
 # counts written as words ("in two places", "three options") describe the answer more often than they state a fact
 _SMALL_COUNTS = set("one two three four five six seven eight nine ten both".split())
+_ORDINALS = set("first second third fourth fifth sixth seventh eighth ninth tenth".split())
 _SAYING = ("say", "said", "state", "note", "mention", "explain", "read", "write", "wrote", "describ", "list", "warn")
 
 
@@ -70,7 +71,7 @@ def _opens_as_word(tok: Any) -> bool:
     capital is the sentence's, not a name's."""
     doc = tok.doc
     prev = doc[tok.i - 1] if tok.i > 0 else None
-    opens = prev is None or tok.is_sent_start or prev.text in (":", "-", "*", "\u2022", "(", '"') or prev.is_space
+    opens = prev is None or tok.is_sent_start or prev.text in (":", "-", "*", "\u2022", "(", '"', "|") or prev.is_space
     opens = opens or bool(prev is not None and re.fullmatch(r"\d+[.)]?", prev.text) and tok.i - 1 == 0)
     if not opens or not tok.text[1:].islower():
         return False
@@ -178,6 +179,11 @@ def facts(answer: str) -> tuple[Fact, ...]:
     ]
     doc = parse(answer)
     out += [Fact(m.group(), "cite", m.start(), m.end()) for m in _CITE_RUN.finditer(doc.text)]
+    out += [  # a date written ISO-style is one fact ("2017-06-17"), grounded as a date
+        Fact(m.group(), "number", m.start(), m.end())
+        for m in _ISO_DATE.finditer(doc.text)
+        if not any(f.start <= m.start() < f.end for f in out)
+    ]
     out += [  # a value in scientific notation is one number ("2.5 x 10^-3"), not three
         Fact(doc.text[a:b], "number", a, b)
         for a, b, _ in notations(doc.text)
@@ -190,7 +196,20 @@ def facts(answer: str) -> tuple[Fact, ...]:
         if tok.like_num or any(ch.isdigit() for ch in text):
             # a number word counts when it counts something ("two million", "five seconds"), not in "the two"
             worded = tok.like_num and tok.dep_ in ("nummod", "compound", "quantmod", "conj", "attr", "pobj")
+            if text.lower() in _ORDINALS:
+                continue  # "the second DebConf", "twenty-second": a rank, not an amount the text must hold
             if (re.search(r"\d", text) or (worded and tok.head.i != tok.i)) and not _reference(tok):
+                last = out[-1] if out else None
+                if (
+                    last
+                    and last.kind == "number"
+                    and doc.text[last.end : tok.idx] == " "
+                    and not re.search(r"\d", text)
+                ):
+                    out[-1] = Fact(
+                        doc.text[last.start : tok.idx + len(text)], "number", last.start, tok.idx + len(text)
+                    )
+                    continue  # "two hundred" is one number, 200, as "2 million" is
                 out.append(Fact(text, "number", tok.idx, tok.idx + len(text)))
         elif tok.dep_ == "nsubj" and tok.head.lower_.startswith(_SAYING):
             continue  # "The Book says": the source speaking, not a claim
@@ -216,8 +235,13 @@ def grounded(fact: Fact, g: Grounds) -> bool:
         # a long path or URL that a PDF's text breaks with spaces ("keyring.debian.org/ replacing keys.html")
         return len(code) >= 12 and bool(re.search(r"[/.]", code)) and _squeezed(code) in _squeezed(g.text)
     # "IA-64" is a name and "0.99r15" a version: as written, not by their numbers (not "640x384" or "2e5")
+    if fact.kind == "number" and _acronym_of(fact.text, g):  # "AGPLv3": an abbreviation and its version
+        return True
     if fact.kind == "number" and (is_identifier(fact.text) or re.search(r"\d[A-DF-WYZa-df-wyz]+\d", fact.text)):
         return grounded(Fact(fact.text, "code", fact.start, fact.end), g)
+    if fact.kind == "number" and _ISO_DATE.fullmatch(fact.text):  # "2017-06-17" where the text says "June 17th, 2017"
+        y, mo, d = (int(x) for x in fact.text.split("-"))
+        return {float(y), float(d)} <= g.values and (float(mo) in g.values or _MONTHS[mo - 1] in g.words)
     if fact.kind == "number":
         sci = notations(fact.text)
         if sci and sci[0][:2] == (0, len(fact.text)):  # the whole fact is one value in scientific notation
@@ -234,6 +258,12 @@ def grounded(fact: Fact, g: Grounds) -> bool:
 
 
 _KIND_SUFFIX = re.compile(r"-(?:style|like|based|compatible|related|specific|aware|only|type)$")
+
+
+_ISO_DATE = re.compile(r"(1[5-9]|20)\d\d-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])")
+_MONTHS = [
+    m[:5] for m in "january february march april may june july august september october november december".split()
+]
 
 
 @functools.lru_cache(maxsize=256)  # the retrieved text is read once per answer, not once per code fact
@@ -257,7 +287,11 @@ def _as_written(piece: str, g: Grounds) -> bool:
 
 def _acronym_of(name: str, g: Grounds) -> bool:
     """ "EDSP" where the retrieved text says "External Dependency Solver Protocol": an abbreviation is grounded
-    when its letters are the initials of consecutive words of the text ("of", "the", "and" aside)."""
+    when its letters are the initials of consecutive words of the text ("of", "the", "and" aside); "AGPLv3" for
+    "version 3 of the GNU Affero General Public License" with its version among the text's numbers."""
+    versioned = re.fullmatch(r"([A-Z]{2,6})v(\d+)", name)
+    if versioned:
+        return float(versioned.group(2)) in g.values and _acronym_of(versioned.group(1), g)
     if not (2 <= len(name) <= 6 and name.isupper() and name.isalpha()):
         return False
     between = r"[\s\-,]+(?:(?:of|the|and|for|de|du)[\s\-]+)?"  # "University of California, San Diego": UCSD

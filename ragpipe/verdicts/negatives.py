@@ -33,7 +33,8 @@ _DENIES = re.compile(
 # advice on where to find the answer ("I'd recommend asking the MIA team directly", "your best bet would be to look in
 # the build files", "that appendix would be the best place to confirm it"): it names a source, not an answer
 _CONSULT = re.compile(
-    r"\b(?:recommend|suggest|advise)\w*\s+(?:that\s+you\s+)?(?:ask|contact|consult|check|look|refer|verify|confirm)\w*|"
+    r"\b(?:recommend|suggest|advise)\w*\s+(?:that\s+you\s+)?(?:ask|contact|consult|check|look|refer|verify|confirm|"
+    r"escalat)\w*|\bplease\s+(?:check|consult|see|refer\s+to|contact|ask|look\s+(?:in|at))\b|"
     r"\byour\s+best\s+bet\b|\bbest\s+place\s+to\s+(?:confirm|check|look|find)\b|\brather\s+than\s+guessing\b|"
     r"^\W*(?:please\s+)?(?:consult|contact|ask|refer\s+to|check\s+with)\b"
 )

@@ -79,3 +79,13 @@ def test_an_abbreviation_may_skip_the_small_words_of_the_name() -> None:
     g = grounds(("The list was hosted by the University of California, San Diego.",), "Who hosted it?")
     assert grounded(Fact("UCSD", "name", 0, 4), g)
     assert not grounded(Fact("UCLA", "name", 0, 4), g)
+
+
+def test_a_json_field_holding_json_is_read_as_its_fields() -> None:
+    """An answer wrapped twice ({"answer": "{\\"answer\\": \\"40.3%\\", \\"confidence\\": 0.95}"}): the inner
+    metadata is left out as the outer is."""
+    import json
+
+    inner = json.dumps({"answer": "40.3%", "confidence": 0.95})
+    read = unwrap(json.dumps({"answer": inner, "confidence": 0.8}))
+    assert "40.3%" in read and "0.95" not in read and "0.8" not in read

@@ -69,3 +69,42 @@ def test_a_denial_about_the_subject_is_an_answer_not_a_refusal_in_other_words() 
     assert verdict == "fail" and reason.startswith("answered instead of refusing")
     # a denial that speaks of the source may be a refusal in other words: for a reviewer
     assert _verdict(NEG, "Nothing in the manual about TLB misses, there is no figure at all.")[0] != "fail"
+
+
+DATED = (
+    "DebConf10 was held in New York City from August 1st to 7th, 2010, with over 200 people attending. Version 3 of "
+    "the GNU Affero General Public License may be combined with the work."
+)
+WHEN = GoldenTest(
+    "w", "How many people attended DebConf11?", "not in documents", "negative", 1, ["a"], DATED, "x.md",
+    "over 200 people", "t", "2026-01-01",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("described", "invented"),
+    [
+        (  # a date written ISO-style is the text's date; another day is not
+            '{"debconf11_attendance": null, "known": {"debconf10_dates": "2010-08-01 to 2010-08-07"}}',
+            '{"debconf11_attendance": null, "known": {"debconf11_dates": "2011-07-24 to 2011-07-30"}}',
+        ),
+        (  # number words are one number: "two hundred" is 200
+            "The passages don't give a DebConf11 figure; DebConf10 had over two hundred attendees.",
+            "The passages don't give a DebConf11 figure; DebConf10 had over three hundred attendees.",
+        ),
+        (  # a licence's abbreviation with its version, the initials of the text's words
+            "No DebConf11 attendance is documented; the excerpt only covers DebConf10 and the AGPLv3.",
+            "No DebConf11 attendance is documented; the excerpt only covers DebConf10 and the LGPLv2.",
+        ),
+        (  # advice to look elsewhere, anywhere in the sentence
+            "DebConf11 attendance isn't stated. For DebConf11, please check the conference's FAQ or wiki.",
+            "DebConf11 attendance isn't stated. From memory, though, around 300 people attended in Banja Luka.",
+        ),
+    ],
+)
+def test_what_the_source_says_in_other_forms_is_grounded_and_its_twin_is_not(described: str, invented: str) -> None:
+    assert decide(WHEN, ("a",), "unchanged", ["a"], Answer(described, 0, 0, 0), (), "t", contexts=[DATED]).verdict == (
+        "pass"
+    )
+    v = decide(WHEN, ("a",), "unchanged", ["a"], Answer(invented, 0, 0, 0), (), "t", contexts=[DATED])
+    assert v.verdict == "fail" and "outside the context" in v.reason
