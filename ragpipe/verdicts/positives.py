@@ -10,6 +10,7 @@ from ragpipe.reading import (
     Grounds,
     Reading,
     answer_matches,
+    claims_of,
     content_words,
     digits,
     facts,
@@ -18,12 +19,14 @@ from ragpipe.reading import (
     names_in,
     numbers,
     opposed,
+    prepare,
     reassigned,
     said_there,
     standing,
     swapped,
     table_row,
 )
+from ragpipe.verdicts.entailed import said_as_written
 
 _CORRECTS = re.compile(r"\b(?:actually|in\s+fact|really|instead|rather|correct|current|outdated|older|superseded)\b")
 _TURN = re.compile(r"^(?:but|however|yet|though|although|so|actually|in\s+fact|instead|still|nevertheless)\b")
@@ -355,3 +358,23 @@ def unsaid_beside(
         if swap:
             return f"beside {swap}"
     return None
+
+
+def quoted_source(text: str, clause: str, contexts: tuple[str, ...]) -> bool:
+    """Is the clause's hedge inside a quotation of the retrieved text as it writes it? Then its "may" and "if" are
+    the source's ("The license says: \"A Front-Cover Text may be at most 5 words\""), not the answerer's."""
+    for a, b in re.findall(r'"([^"]{12,})"|\u201c([^\u201d]{12,})\u201d', text):
+        quote = prepare(a or b).strip(" .")
+        if quote and quote in clause and said_as_written(quote, contexts):
+            return not _HEDGES.search(clause.replace(quote, " "))
+    return False
+
+
+_HEDGES = re.compile(r"\b(?:may|might|could|probably|likely|perhaps|possibly|maybe|think|believe|guess|seems?|if)\b")
+
+
+def terse(text: str, expected: str, question: str, contexts: tuple[str, ...]) -> bool:
+    """Does the answer say nothing but what the expected answer and the question hold (framing aside, and a sentence
+    it restates from the retrieved text adding nothing)?"""
+    own = [c for c in claims_of(text) if not said_as_written(c, contexts)]
+    return not content_words(" ".join(own)) - content_words(f"{expected} {question}")

@@ -29,7 +29,6 @@ from ragpipe.reading import (
     Match,
     Reading,
     answer_matches,
-    claims_of,
     content_words,
     conversions,
     digits,
@@ -46,7 +45,7 @@ from ragpipe.reading import (
     versions,
     wrong_unit,
 )
-from ragpipe.verdicts.entailed import finding, said_as_written
+from ragpipe.verdicts.entailed import finding
 from ragpipe.verdicts.negatives import labelled_otherwise, read_negative
 from ragpipe.verdicts.positives import (
     ASIDE,
@@ -58,9 +57,11 @@ from ragpipe.verdicts.positives import (
     heads,
     needs_whole,
     opposed_claim,
+    quoted_source,
     rival_first,
     said_of_other,
     states_core,
+    terse,
     unsaid_beside,
     whole,
 )
@@ -70,7 +71,8 @@ IMPL_VERSION = "9"  # bump too when the entailment reader's shipped layers chang
 # 9: the conversation around a question ("Ticket update: Customer asked ...") and advice on where to look are no
 #    claim beside a refusal; the trap listed under a label of its own beside a refusal is cited; a denial of the
 #    subject without a word of the source is an answer; code of the expected answer's family in its place, or its
-#    values swapped between the subjects it pairs them with, fails.
+#    values swapped between the subjects it pairs them with, fails; a hedge inside a quotation of the retrieved text
+#    is the source's; grounding reads ISO dates, number words, ordinals and abbreviations with a version.
 # earlier versions: docs/verdicts.md, "Versions of the rule"
 
 
@@ -301,13 +303,6 @@ def _beside(
     return None
 
 
-def _terse(text: str, expected: str, question: str, contexts: tuple[str, ...]) -> bool:
-    """Does the answer say nothing but what the expected answer and the question hold (framing aside, and a sentence
-    it restates from the retrieved text adding nothing)?"""
-    own = [c for c in claims_of(text) if not said_as_written(c, contexts)]
-    return not content_words(" ".join(own)) - content_words(f"{expected} {question}")
-
-
 def _positive(
     test: GoldenTest,
     text: str,
@@ -350,13 +345,14 @@ def _positive(
     # "1000" for "1000 entries (can be overridden by ...)", when the answer says nothing the expected answer, the
     # question and the framing do not: a terse answer gives the value; one that says more is for a reviewer
     values = heads(expected) if not m.matched else []
-    for head in values if values and _terse(text, expected, question, contexts) else []:
+    for head in values if values and terse(text, expected, question, contexts) else []:
         symbols = re.search(r"[^\w\s]", head) is not None  # "~bpoNuX" is not "+bpoNuX": code is read as written
         if answer_matches(text, head, question).matched and (not symbols or head.lower() in text.lower()):
             m = Match(True, "head")
             stating = [i for i, r in enumerate(readings) if answer_matches(r.clause, head, question).matched]
             break
-    if m.matched and (not stating or any(not readings[i].hedge and not readings[i].refusal for i in stating)):
+    hedged = {i for i in stating if readings[i].hedge and not quoted_source(text, readings[i].clause, contexts)}
+    if m.matched and (not stating or any(i not in hedged and not readings[i].refusal for i in stating)):
         if (
             m.how == "words"
             and needs_whole(expected, question)
@@ -372,7 +368,7 @@ def _positive(
         if beside:
             return beside
         return v("pass", f"answer matches expected ({m.how})", how=m.how)
-    if m.matched and all(readings[i].hedge for i in stating):
+    if m.matched and stating and all(i in hedged for i in stating):
         return v("fail", f"states {expected!r} only as a guess: {readings[stating[0]].clause[:120]!r}")
     stated = set(numbers(digits(text))) - set(numbers(digits(question)))
     if refused and not stated:

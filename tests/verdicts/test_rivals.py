@@ -69,3 +69,22 @@ def test_code_of_the_expected_family_in_its_place_fails_and_a_rewording_stays_fo
         OPTION,
         "Branch simulation is switched on with an option, and by default it is disabled because it slows the tool.",
     )[0] == ("needs_review")
+
+
+COVER = "A Front-Cover Text may be at most 5 words, and a Back-Cover Text may be at most 25 words."
+COVERS = GoldenTest(
+    "c", "How long may the cover texts be?", "Front-Cover Text at most 5 words; Back-Cover Text at most 25 words",
+    "positive", 1, ["a"], COVER, "x.md", None, "t", "2026-01-01",
+)  # fmt: skip
+
+
+def test_a_quoted_sentence_keeps_the_sources_may_and_the_answerers_own_may_is_a_guess() -> None:
+    def verdict(answer: str) -> tuple[str, str]:
+        v = decide(COVERS, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), (), "t", contexts=[COVER])
+        return v.verdict, v.reason
+
+    assert verdict(f'The license says: "{COVER}"')[0] == "pass"
+    verdict_, reason = verdict(
+        "I think a Front-Cover Text may be at most 5 words and a Back-Cover Text at most 25 words."
+    )
+    assert verdict_ == "fail" and "only as a guess" in reason
