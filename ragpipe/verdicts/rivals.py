@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 
-from ragpipe.reading import content_words, facts
+from ragpipe.reading import content_words, digits, facts, numbers
 
 
 def _kin(a: str, b: str) -> bool:
@@ -36,6 +36,30 @@ def rival_code(answer: str, expected: str, question: str) -> tuple[str, str] | N
         rival = next((c for c in missing if _kin(named, c)), None)
         if rival:
             return named, rival
+    return None
+
+
+def rival_number(answer: str, expected: str, question: str) -> tuple[float, float] | None:
+    """(stated, wanted): the answer leaves out a number of the expected answer and states another one that neither
+    the expected answer nor the question holds ("a number in the range 100 to 200" for "a number from 101 to 200",
+    "at most 15 words" for "at most 25 words"): a rewording keeps the numbers."""
+    asked, want = set(numbers(digits(question))), set(numbers(digits(expected)))
+    quoted = [m.span() for m in re.finditer(r'"[^"\n]*"|`[^`]*`', answer)]  # an example quoted is no claim
+    said = {
+        x
+        for f in facts(answer)
+        if f.kind == "number" and not re.search(r"[A-Za-z]", f.text) and not any(a <= f.start < b for a, b in quoted)
+        for x in numbers(digits(f.text))
+    }
+    if re.search(r"\b[A-Z]\s*=", expected):
+        return None  # a form with placeholders ("~bpoNuX (N = ...)"): any number is an instance of it
+    missing, other = want - set(numbers(digits(answer))) - asked, said - want - asked  # missing: nowhere at all
+    other = {  # 0.5 for 50 %, 48.7 of "48.7 million"
+        x for x in other if not any(abs(x * k - w) < 1e-9 * max(1.0, w) for w in want for k in (100, 1e3, 1e6, 1e9))
+    }
+    other -= {w * 100 for w in want}
+    if missing and other:
+        return min(other), min(missing)
     return None
 
 

@@ -65,14 +65,15 @@ from ragpipe.verdicts.positives import (
     unsaid_beside,
     whole,
 )
-from ragpipe.verdicts.rivals import rival_code, swapped_pairs
+from ragpipe.verdicts.rivals import rival_code, rival_number, swapped_pairs
 
 IMPL_VERSION = "9"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
 # 9: the conversation around a question ("Ticket update: Customer asked ...") and advice on where to look are no
 #    claim beside a refusal; the trap listed under a label of its own beside a refusal is cited; a denial of the
-#    subject without a word of the source is an answer; code of the expected answer's family in its place, or its
-#    values swapped between the subjects it pairs them with, fails; a hedge inside a quotation of the retrieved text
-#    is the source's; grounding reads ISO dates, number words, ordinals and abbreviations with a version.
+#    subject without a word of the source is an answer; code of the expected answer's family in its place, its values
+#    swapped between the subjects it pairs them with, or another number in place of one of its numbers fails; a hedge
+#    inside a quotation of the retrieved text is the source's; grounding reads ISO dates, number words, ordinals and
+#    abbreviations with a version.
 # earlier versions: docs/verdicts.md, "Versions of the rule"
 
 
@@ -359,6 +360,9 @@ def _positive(
             and not whole(text, expected)
             and not states_core(text, expected, question)
         ):
+            other = rival_number(text, expected, question)
+            if other:  # "100 to 200" for "101 to 200": the words kept, a number changed
+                return v("fail", f"gives {other[0]:g} where the expected answer {expected!r} has {other[1]:g}")
             return v(
                 "fail", f"shares most words of {expected!r}; whether it says the same is for a reviewer", unsure=True
             )
@@ -381,6 +385,9 @@ def _unstated(text: str, expected: str, question: str, stated: set[float], v: An
     rival = rival_code(text, expected, question)
     if rival:  # "GLP_ORD_QMD" where the expected answer has "GLP_ORD_AMD": another of its kind, not a rewording
         return v("fail", f"names {rival[0]!r} where the expected answer has {rival[1]!r}")
+    number = rival_number(text, expected, question) if needs_whole(expected, question) else None
+    if number:  # "up to a max of 5 minutes" for "until it reaches 10 minutes"
+        return v("fail", f"gives {number[0]:g} where the expected answer {expected!r} has {number[1]:g}")
     # A paraphrase that shares much of the expected answer is for a judge or a reviewer to read; it never passes.
     need = content_words(expected) - content_words(question)
     close = (

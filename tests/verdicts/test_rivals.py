@@ -88,3 +88,20 @@ def test_a_quoted_sentence_keeps_the_sources_may_and_the_answerers_own_may_is_a_
         "I think a Front-Cover Text may be at most 5 words and a Back-Cover Text at most 25 words."
     )
     assert verdict_ == "fail" and "only as a guess" in reason
+
+
+def test_a_number_changed_in_a_rewording_fails_and_the_same_numbers_in_other_words_stay() -> None:
+    from ragpipe.verdicts.rivals import rival_number
+
+    expected = "Either zero or a number from 101 to 200"
+    assert rival_number("Zero, or any number in the range 100 to 200.", expected, "Which klass values?") == (100, 101)
+    assert (
+        rival_number("Zero, or anything from one hundred one to two hundred.", expected, "Which klass values?") is None
+    )
+    # a fraction for a percentage, an example quoted, a form with placeholders: no rival
+    assert rival_number("A threshold of 0.50, inclusive.", "fifty percent (50%) or more", "What share?") is None
+    assert rival_number('As in "1.4-5~bpo9u1".', "~bpoNuX (N = the release, X = a counter from 1)", "Form?") is None
+    verdict, reason = _verdict_of(
+        OPTION, "--branch-sim=yes; it is disabled by default because it slows the tool by 50%."
+    )
+    assert verdict == "fail" and "gives 50" in reason
