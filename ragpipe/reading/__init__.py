@@ -36,7 +36,7 @@ _EXPORTS = {
         "content_words",
         "answer_matches",
     ],
-    "notation": ["with_carets", "notations"],
+    "notation": ["with_carets", "notations", "cased"],
     "premises": ["premise", "sentences", "keys"],
     "statements": ["claims_of", "framing", "plain", "signed_from"],
     "entailment": ["Entailment", "entail", "available", "reader"],

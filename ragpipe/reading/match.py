@@ -11,7 +11,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from ragpipe.core import normalize_text
-from ragpipe.reading.notation import SCI, TINY, as_decimal, mantissa_exponent, with_carets
+from ragpipe.reading.notation import SCI, TINY, as_decimal, cased, mantissa_exponent, with_carets
 
 _SCALE = {
     "k": 1e3,
@@ -314,6 +314,8 @@ def _structured_match(answer: str, expected: str) -> Match:
     version) rules the answer out, so that words alone cannot match it."""
     answer = _years_for(answer, expected)
     token = expected.strip().strip("`")
+    if " " not in token and cased(token) and token not in answer and token.lower() in answer.lower():
+        return Match(False, "no")  # "-Lexpat" for "-lexpat", "BZH" for "BZh": code whose case is part of it
     if " " not in token and re.search(r"\w[_:]|[_:]\w", token):  # an identifier (`_apt`, `APT::Sandbox`): as written
         found = re.search(r"(?<![\w:])" + re.escape(token.lower()) + r"(?![\w:])", answer.lower())
         return Match(True, "contains") if found else Match(False, "no")

@@ -1,5 +1,6 @@
 """Scientific notation as people type it: its written forms, the decimal each stands for, and where it stands in a
-text (ragpipe.reading.match compares values through these; ragpipe.reading.grounding grounds them as one value)."""
+text (ragpipe.reading.match compares values through these; ragpipe.reading.grounding grounds them as one value); and
+code whose case is part of how it is written ("-l" is not "-L")."""
 
 from __future__ import annotations
 
@@ -63,3 +64,10 @@ def as_decimal(m: re.Match[str]) -> str:
     if value != 0 and abs(value) < Decimal("0.0001"):
         return f"sci{float(mantissa):g}e{exponent}"
     return format(value.normalize(), "f")
+
+
+def cased(token: str) -> bool:
+    """Is the token's case part of it: a short option ("-l" is not "-L") or a word with capitals after its first
+    letter and small letters too ("BZh", "XML_SetHashSalt")? "Scandinavia" and "GLP_ON" are read in any case."""
+    letters = re.sub(r"[^A-Za-z]", "", token[1:])
+    return bool(re.fullmatch(r"-[A-Za-z][\w-]*", token)) or (letters != letters.lower() and letters != letters.upper())

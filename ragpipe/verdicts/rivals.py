@@ -1,13 +1,17 @@
 """What an answer puts in the expected value's place: code of the expected answer's family ("--cache-sim=yes" for
-"--branch-sim=yes"), or the expected answer's values swapped between the subjects it pairs them with ("103 bytes on
-Linux and 107 bytes on macOS" for "107 bytes on Linux and 103 bytes on macOS")."""
+"--branch-sim=yes"), another number ("100 to 200" for "101 to 200"), or the expected answer's values swapped between
+the subjects it pairs them with ("103 bytes on Linux and 107 bytes on macOS" for "107 bytes on Linux and 103 bytes on
+macOS"); and the verdict on an answer that does not state the expected answer (a fail, or for a reviewer where it may
+be a rewording)."""
 
 from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
-from ragpipe.reading import content_words, digits, facts, numbers
+from ragpipe.reading import answer_matches, content_words, digits, facts, numbers, versions
+from ragpipe.verdicts.positives import needs_whole
 
 
 def _kin(a: str, b: str) -> bool:
@@ -114,3 +118,23 @@ def swapped_pairs(answer: str, expected: str) -> tuple[str, str] | None:
         ):
             return v, next(iter(content_words(holding[0]) & others))
     return None
+
+
+def unstated(text: str, expected: str, question: str, stated: set[float], v: Any) -> Any:
+    """The answer does not state the expected answer: a fail, or for a reviewer where it may be a rewording."""
+    rival = rival_code(text, expected, question)
+    if rival:  # "GLP_ORD_QMD" where the expected answer has "GLP_ORD_AMD": another of its kind, not a rewording
+        return v("fail", f"names {rival[0]!r} where the expected answer has {rival[1]!r}")
+    number = rival_number(text, expected, question) if needs_whole(expected, question) else None
+    if number:  # "up to a max of 5 minutes" for "until it reaches 10 minutes"
+        return v("fail", f"gives {number[0]:g} where the expected answer {expected!r} has {number[1]:g}")
+    # A paraphrase that shares much of the expected answer is for a judge or a reviewer to read; it never passes.
+    need = content_words(expected) - content_words(question)
+    close = (
+        answer_matches(text, expected, question, share=0.5).matched
+        or (bool(stated) and stated <= set(numbers(digits(expected))))
+        or (len(need) >= 5 and len(need & content_words(text)) >= 2)  # a long span, perhaps in other words
+    )
+    want = versions(expected)  # one version expected, another stated ("1.17.1" for "1.17.11"): not close, wrong
+    other = len(want) == 1 and bool(set(versions(text)) - set(want))
+    return v("fail", f"answer does not state {expected!r}: {text[:120]!r}", unsure=close and not other)

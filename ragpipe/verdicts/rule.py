@@ -16,6 +16,7 @@ configured, goes to the judge (`needs_judge`).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from ragpipe.reading import (
     Match,
     Reading,
     answer_matches,
-    content_words,
+    cased,
     conversions,
     digits,
     foreign_unit,
@@ -42,7 +43,6 @@ from ragpipe.reading import (
     signed_from,
     states_converted,
     unwrap,
-    versions,
     wrong_unit,
 )
 from ragpipe.verdicts.entailed import finding
@@ -65,7 +65,7 @@ from ragpipe.verdicts.positives import (
     unsaid_beside,
     whole,
 )
-from ragpipe.verdicts.rivals import rival_code, rival_number, swapped_pairs
+from ragpipe.verdicts.rivals import rival_number, swapped_pairs, unstated
 
 IMPL_VERSION = "9"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
 # 9: the conversation around a question ("Ticket update: Customer asked ...") and advice on where to look are no
@@ -73,7 +73,8 @@ IMPL_VERSION = "9"  # bump too when the entailment reader's shipped layers chang
 #    subject without a word of the source is an answer; code of the expected answer's family in its place, its values
 #    swapped between the subjects it pairs them with, or another number in place of one of its numbers fails; a hedge
 #    inside a quotation of the retrieved text is the source's; grounding reads ISO dates, number words, ordinals and
-#    abbreviations with a version.
+#    abbreviations with a version; code whose case is part of it is matched in its case; a stated null is no refusal
+#    where null is the expected answer.
 # earlier versions: docs/verdicts.md, "Versions of the rule"
 
 
@@ -304,6 +305,9 @@ def _beside(
     return None
 
 
+_NULL = re.compile(r"\bnull\b", re.I)
+
+
 def _positive(
     test: GoldenTest,
     text: str,
@@ -314,6 +318,8 @@ def _positive(
     contexts: tuple[str, ...],
 ) -> Verdict:
     expected, question = test.expected_answer, test.question
+    if _NULL.search(expected):  # "The prefix is null." states the expected null: no refusal
+        readings = [dataclasses.replace(r, refusal=False) if _NULL.search(r.clause) else r for r in readings]
     refused = any(r.refusal for r in readings)
     m = answer_matches(text, expected, question)
     stating = [i for i, r in enumerate(readings) if answer_matches(r.clause, expected, question).matched] or [
@@ -348,7 +354,8 @@ def _positive(
     values = heads(expected) if not m.matched else []
     for head in values if values and terse(text, expected, question, contexts) else []:
         symbols = re.search(r"[^\w\s]", head) is not None  # "~bpoNuX" is not "+bpoNuX": code is read as written
-        if answer_matches(text, head, question).matched and (not symbols or head.lower() in text.lower()):
+        written = head in text if cased(head) else head.lower() in text.lower()  # "'B' 'Z' 'H'" is not "'B' 'Z' 'h'"
+        if answer_matches(text, head, question).matched and (not symbols or written):
             m = Match(True, "head")
             stating = [i for i, r in enumerate(readings) if answer_matches(r.clause, head, question).matched]
             break
@@ -377,24 +384,4 @@ def _positive(
     stated = set(numbers(digits(text))) - set(numbers(digits(question)))
     if refused and not stated:
         return v("fail", "refused although the evidence was retrieved")
-    return _unstated(text, expected, question, stated, v)
-
-
-def _unstated(text: str, expected: str, question: str, stated: set[float], v: Any) -> Verdict:
-    """The answer does not state the expected answer: a fail, or for a reviewer where it may be a rewording."""
-    rival = rival_code(text, expected, question)
-    if rival:  # "GLP_ORD_QMD" where the expected answer has "GLP_ORD_AMD": another of its kind, not a rewording
-        return v("fail", f"names {rival[0]!r} where the expected answer has {rival[1]!r}")
-    number = rival_number(text, expected, question) if needs_whole(expected, question) else None
-    if number:  # "up to a max of 5 minutes" for "until it reaches 10 minutes"
-        return v("fail", f"gives {number[0]:g} where the expected answer {expected!r} has {number[1]:g}")
-    # A paraphrase that shares much of the expected answer is for a judge or a reviewer to read; it never passes.
-    need = content_words(expected) - content_words(question)
-    close = (
-        answer_matches(text, expected, question, share=0.5).matched
-        or (bool(stated) and stated <= set(numbers(digits(expected))))
-        or (len(need) >= 5 and len(need & content_words(text)) >= 2)  # a long span, perhaps in other words
-    )
-    want = versions(expected)  # one version expected, another stated ("1.17.1" for "1.17.11"): not close, wrong
-    other = len(want) == 1 and bool(set(versions(text)) - set(want))
-    return v("fail", f"answer does not state {expected!r}: {text[:120]!r}", unsure=close and not other)
+    return unstated(text, expected, question, stated, v)

@@ -105,3 +105,27 @@ def test_a_number_changed_in_a_rewording_fails_and_the_same_numbers_in_other_wor
         OPTION, "--branch-sim=yes; it is disabled by default because it slows the tool by 50%."
     )
     assert verdict == "fail" and "gives 50" in reason
+
+
+def test_code_whose_case_is_part_of_it_is_matched_in_its_case_and_a_stated_null_is_no_refusal() -> None:
+    from ragpipe.reading import cased
+
+    assert cased("-lexpat") and cased("BZh") and cased("XML_SetHashSalt")
+    assert not cased("Scandinavia") and not cased("GLP_ON") and not cased("expat")
+    link = "Link with -lexpat; the headers are in /usr/include."
+    test = GoldenTest(
+        "l", "Which linker flag links Expat?", "-lexpat", "positive", 1, ["a"], link, "x.md", None, "t", "2026-01-01"
+    )
+    assert decide(
+        test, ("a",), "unchanged", ["a"], Answer("Use -lexpat.", 0, 0, 0), (), "t", contexts=[link]
+    ).verdict == ("pass")
+    assert decide(
+        test, ("a",), "unchanged", ["a"], Answer("Use -Lexpat.", 0, 0, 0), (), "t", contexts=[link]
+    ).verdict == ("fail")
+    ns = "For a default namespace declaration (xmlns='...'), the prefix will be null."
+    null = GoldenTest(
+        "n", "What prefix does the handler get for a default namespace?", "A null prefix", "positive", 1, ["a"], ns,
+        "x.md", None, "t", "2026-01-01",
+    )  # fmt: skip
+    v = decide(null, ("a",), "unchanged", ["a"], Answer("The prefix is null.", 0, 0, 0), (), "t", contexts=[ns])
+    assert v.verdict == "pass", v.reason
