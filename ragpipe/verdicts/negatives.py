@@ -54,7 +54,7 @@ def _new_numbers(clause: str, question: str) -> list[float]:
 
 def _states(r: Reading, value: str | None, question: str) -> bool:
     """Does the clause state the value? Eagerly: 40 % of a long value's words are enough to count as stating it."""
-    return bool(value) and answer_matches(r.clause, value or "", question, share=0.4).matched
+    return _states_text(r.clause, value or "", question)
 
 
 # Words about the source and the answering, not about the subject: they never make a clause "about something else".
@@ -166,8 +166,8 @@ def _label_words(text: str) -> set[str]:
 _TWO_LETTER_WORDS = frozenset("of to in on at by is it as an or be no do if up so we my me us he am go vs".split())
 
 
-def _states_text(text: str, value: str) -> bool:
-    return bool(value) and answer_matches(text, value, "", share=0.4).matched
+def _states_text(text: str, value: str, question: str = "") -> bool:
+    return bool(value) and answer_matches(text, value, question, share=0.4).matched
 
 
 # a hedge on a yes or no: "not stated directly, but probably yes, it saves the workspace", "Probably not." answer a
@@ -255,8 +255,8 @@ def read_negative(
         unclear = unclear or (r.clause, trap)  # a refusal beside a plainly stated value: for a judge or a person
     if not refused:  # no refusal the grammar knows, and no value either: a refusal in other words, or an answer
         said = any(guesses(answer, r.clause, question) for r in readings)
-        # a refusal in other words speaks of the source ("Nothing in the notes about that"); "There is no limit"
-        # and "No." deny something of the subject: an answer
+        # a refusal in other words speaks of the source ("Nothing in the notes about that"); "There is no limit,
+        # you can add as many rules as you want" denies something of the subject: an answer
         return "answered", "", not (said and not (_DENIES.search(answer.lower()) and _SOURCE.search(answer.lower())))
     if unclear:
         return ("took_trap" if unclear[1] else "answered"), unclear[0], True

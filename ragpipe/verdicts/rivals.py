@@ -120,14 +120,22 @@ def swapped_pairs(answer: str, expected: str) -> tuple[str, str] | None:
     return None
 
 
+def replaced_number(text: str, expected: str, question: str, v: Any) -> Any:
+    """The fail of an answer giving another number in place of one of the expected answer's numbers, or None."""
+    number = rival_number(text, expected, question)
+    if number is None:
+        return None
+    return v("fail", f"gives {number[0]:g} where the expected answer {expected!r} has {number[1]:g}")
+
+
 def unstated(text: str, expected: str, question: str, stated: set[float], v: Any) -> Any:
     """The answer does not state the expected answer: a fail, or for a reviewer where it may be a rewording."""
     rival = rival_code(text, expected, question)
     if rival:  # "GLP_ORD_QMD" where the expected answer has "GLP_ORD_AMD": another of its kind, not a rewording
         return v("fail", f"names {rival[0]!r} where the expected answer has {rival[1]!r}")
-    number = rival_number(text, expected, question) if needs_whole(expected, question) else None
+    number = replaced_number(text, expected, question, v) if needs_whole(expected, question) else None
     if number:  # "up to a max of 5 minutes" for "until it reaches 10 minutes"
-        return v("fail", f"gives {number[0]:g} where the expected answer {expected!r} has {number[1]:g}")
+        return number
     # A paraphrase that shares much of the expected answer is for a judge or a reviewer to read; it never passes.
     need = content_words(expected) - content_words(question)
     close = (

@@ -65,7 +65,7 @@ from ragpipe.verdicts.positives import (
     unsaid_beside,
     whole,
 )
-from ragpipe.verdicts.rivals import rival_number, swapped_pairs, unstated
+from ragpipe.verdicts.rivals import replaced_number, swapped_pairs, unstated
 
 IMPL_VERSION = "9"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
 # 9: the conversation around a question ("Ticket update: Customer asked ...") and advice on where to look are no
@@ -367,9 +367,9 @@ def _positive(
             and not whole(text, expected)
             and not states_core(text, expected, question)
         ):
-            other = rival_number(text, expected, question)
-            if other:  # "100 to 200" for "101 to 200": the words kept, a number changed
-                return v("fail", f"gives {other[0]:g} where the expected answer {expected!r} has {other[1]:g}")
+            replaced = replaced_number(text, expected, question, v)
+            if replaced:  # "100 to 200" for "101 to 200": the words kept, a number changed
+                return replaced
             return v(
                 "fail", f"shares most words of {expected!r}; whether it says the same is for a reviewer", unsure=True
             )
