@@ -232,6 +232,8 @@ def grounded(fact: Fact, g: Grounds) -> bool:
         # a PDF's text often shows an underscore as a space ("ps tm lim" for ps_tm_lim): either is as written
         if _spaced(code) in _spaced(g.text) or bool(pieces) and all(_as_written(p, g) for p in pieces):
             return True
+        if _ALTERNATIVES.fullmatch(code):  # "rsa2048/dsa2048", "Value1/2/4/8/16": alternatives, each as written
+            return all(_as_written(p, g) for p in code.split("/"))
         # a long path or URL that a PDF's text breaks with spaces ("keyring.debian.org/ replacing keys.html")
         return len(code) >= 12 and bool(re.search(r"[/.]", code)) and _squeezed(code) in _squeezed(g.text)
     # "IA-64" is a name and "0.99r15" a version: as written, not by their numbers (not "640x384" or "2e5")
@@ -257,6 +259,7 @@ def grounded(fact: Fact, g: Grounds) -> bool:
     return _key(fact.text) in g.words or _key(name) in g.words or _acronym_of(name, g)
 
 
+_ALTERNATIVES = re.compile(r"[a-z][\w+-]*(?:/[\w+-]+)+")  # no leading slash, no dot: not a path
 _KIND_SUFFIX = re.compile(r"-(?:style|like|based|compatible|related|specific|aware|only|type)$")
 
 

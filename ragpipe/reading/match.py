@@ -314,8 +314,9 @@ def _structured_match(answer: str, expected: str) -> Match:
     version) rules the answer out, so that words alone cannot match it."""
     answer = _years_for(answer, expected)
     token = expected.strip().strip("`")
-    if " " not in token and cased(token) and token not in answer and token.lower() in answer.lower():
-        return Match(False, "no")  # "-Lexpat" for "-lexpat", "BZH" for "BZh": code whose case is part of it
+    if " " not in token and cased(token) and answer != answer.lower() and token not in answer:
+        if token.lower() in answer.lower():  # "-Lexpat" for "-lexpat", "BZH" for "BZh": code whose case is part of it
+            return Match(False, "no")  # (a clause already lower-cased for reading says nothing of case)
     if " " not in token and re.search(r"\w[_:]|[_:]\w", token):  # an identifier (`_apt`, `APT::Sandbox`): as written
         found = re.search(r"(?<![\w:])" + re.escape(token.lower()) + r"(?![\w:])", answer.lower())
         return Match(True, "contains") if found else Match(False, "no")

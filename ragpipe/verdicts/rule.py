@@ -74,7 +74,7 @@ IMPL_VERSION = "9"  # bump too when the entailment reader's shipped layers chang
 #    swapped between the subjects it pairs them with, or another number in place of one of its numbers fails; a hedge
 #    inside a quotation of the retrieved text is the source's; grounding reads ISO dates, number words, ordinals and
 #    abbreviations with a version; code whose case is part of it is matched in its case; a stated null is no refusal
-#    where null is the expected answer.
+#    where null is the expected answer; alternatives joined by a slash are each grounded as written.
 # earlier versions: docs/verdicts.md, "Versions of the rule"
 
 

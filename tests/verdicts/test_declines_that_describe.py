@@ -73,7 +73,7 @@ def test_a_denial_about_the_subject_is_an_answer_not_a_refusal_in_other_words() 
 
 DATED = (
     "DebConf10 was held in New York City from August 1st to 7th, 2010, with over 200 people attending. Version 3 of "
-    "the GNU Affero General Public License may be combined with the work."
+    "the GNU Affero General Public License may be combined with the work. Its signing keys were rsa2048 or dsa2048."
 )
 WHEN = GoldenTest(
     "w", "How many people attended DebConf11?", "not in documents", "negative", 1, ["a"], DATED, "x.md",
@@ -95,6 +95,10 @@ WHEN = GoldenTest(
         (  # a licence's abbreviation with its version, the initials of the text's words
             "No DebConf11 attendance is documented; the excerpt only covers DebConf10 and the AGPLv3.",
             "No DebConf11 attendance is documented; the excerpt only covers DebConf10 and the LGPLv2.",
+        ),
+        (  # alternatives joined by a slash, each as the text writes it
+            "No DebConf11 attendance is documented; the excerpt covers DebConf10 and its rsa2048/dsa2048 keys only.",
+            "No DebConf11 attendance is documented; the excerpt covers DebConf10 and its rsa4096/dsa2048 keys only.",
         ),
         (  # advice to look elsewhere, anywhere in the sentence
             "DebConf11 attendance isn't stated. For DebConf11, please check the conference's FAQ or wiki.",

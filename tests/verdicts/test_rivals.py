@@ -122,6 +122,12 @@ def test_code_whose_case_is_part_of_it_is_matched_in_its_case_and_a_stated_null_
     assert decide(
         test, ("a",), "unchanged", ["a"], Answer("Use -Lexpat.", 0, 0, 0), (), "t", contexts=[link]
     ).verdict == ("fail")
+    trap = GoldenTest(
+        "t", "What is the default of format.useAutoBase?", "not in documents", "negative", 1, ["a"], link, "x.md",
+        "whenAble", "t", "2026-01-01",
+    )  # fmt: skip
+    v = decide(trap, ("a",), "unchanged", ["a"], Answer("whenAble", 0, 0, 0), (), "t", contexts=[link])
+    assert v.verdict == "fail" and v.took_trap  # each clause is read lower-cased: its case says nothing
     ns = "For a default namespace declaration (xmlns='...'), the prefix will be null."
     null = GoldenTest(
         "n", "What prefix does the handler get for a default namespace?", "A null prefix", "positive", 1, ["a"], ns,
