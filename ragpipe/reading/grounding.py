@@ -117,11 +117,10 @@ class Grounds:
 
 
 _INNER_CAPITAL = re.compile(r"(?<=[\w,;:)] )[A-Z][\w\u00c0-\u024f'-]+")  # capitalized, not opening a sentence
-_CALENDAR = {
-    _k[:5]
-    for _k in "january february march april may june july august september october november december "
-    "monday tuesday wednesday thursday friday saturday sunday".split()
-}
+_MONTHS = [
+    m[:5] for m in "january february march april may june july august september october november december".split()
+]
+_CALENDAR = set(_MONTHS) | {d[:5] for d in "monday tuesday wednesday thursday friday saturday sunday".split()}
 
 
 @functools.lru_cache(maxsize=512)
@@ -264,9 +263,6 @@ _KIND_SUFFIX = re.compile(r"-(?:style|like|based|compatible|related|specific|awa
 
 
 _ISO_DATE = re.compile(r"(1[5-9]|20)\d\d-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])")
-_MONTHS = [
-    m[:5] for m in "january february march april may june july august september october november december".split()
-]
 
 
 @functools.lru_cache(maxsize=256)  # the retrieved text is read once per answer, not once per code fact

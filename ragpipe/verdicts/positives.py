@@ -14,6 +14,7 @@ from ragpipe.reading import (
     content_words,
     digits,
     facts,
+    hedge_leads,
     in_clause,
     is_identifier,
     names_in,
@@ -366,11 +367,8 @@ def quoted_source(text: str, clause: str, contexts: tuple[str, ...]) -> bool:
     for a, b in re.findall(r'"([^"]{12,})"|\u201c([^\u201d]{12,})\u201d', text):
         quote = prepare(a or b).strip(" .")
         if quote and quote in clause and said_as_written(quote, contexts):
-            return not _HEDGES.search(clause.replace(quote, " "))
+            return not hedge_leads(clause.replace(quote, " "))  # and no hedge of the answerer's outside it
     return False
-
-
-_HEDGES = re.compile(r"\b(?:may|might|could|probably|likely|perhaps|possibly|maybe|think|believe|guess|seems?|if)\b")
 
 
 def terse(text: str, expected: str, question: str, contexts: tuple[str, ...]) -> bool:

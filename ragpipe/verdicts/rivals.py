@@ -47,6 +47,8 @@ def rival_number(answer: str, expected: str, question: str) -> tuple[float, floa
     """(stated, wanted): the answer leaves out a number of the expected answer and states another one that neither
     the expected answer nor the question holds ("a number in the range 100 to 200" for "a number from 101 to 200",
     "at most 15 words" for "at most 25 words"): a rewording keeps the numbers."""
+    if re.search(r"\b[A-Z]\s*=", expected):
+        return None  # a form with placeholders ("~bpoNuX (N = ...)"): any number is an instance of it
     asked, want = set(numbers(digits(question))), set(numbers(digits(expected)))
     quoted = [m.span() for m in re.finditer(r'"[^"\n]*"|`[^`]*`', answer)]  # an example quoted is no claim
     said = {
@@ -55,25 +57,21 @@ def rival_number(answer: str, expected: str, question: str) -> tuple[float, floa
         if f.kind == "number" and not re.search(r"[A-Za-z]", f.text) and not any(a <= f.start < b for a, b in quoted)
         for x in numbers(digits(f.text))
     }
-    if re.search(r"\b[A-Z]\s*=", expected):
-        return None  # a form with placeholders ("~bpoNuX (N = ...)"): any number is an instance of it
     missing, other = want - set(numbers(digits(answer))) - asked, said - want - asked  # missing: nowhere at all
-    other = {  # 0.5 for 50 %, 48.7 of "48.7 million"
-        x for x in other if not any(abs(x * k - w) < 1e-9 * max(1.0, w) for w in want for k in (100, 1e3, 1e6, 1e9))
+    other = {  # the same number scaled: 0.5 for 50 %, 48.7 of "48.7 million", 50 % for 0.5
+        x
+        for x in other
+        if not any(abs(x * k - w) < 1e-9 * max(1.0, w) or x == w * 100 for w in want for k in (100, 1e3, 1e6, 1e9))
     }
-    other -= {w * 100 for w in want}
     if missing and other:
         return min(other), min(missing)
     return None
 
 
 _PLACEHOLDER = re.compile(r"(?<![a-z])(?:x|n+|nnn\w*)(?![a-z])|<|\.\.\.")
-
-
-_SEGMENT = re.compile(r"[,;\n]|\s(?:and|then|while|whereas|but)\s|\.\s")
-
-
-_PAIRS = re.compile(r"[,;]|\s(?:and|then|while|whereas|but)\s")  # how an expected answer joins its pairs
+_JOINS = r"[,;]|\s(?:and|then|while|whereas|but)\s"
+_PAIRS = re.compile(_JOINS)  # how an expected answer joins its pairs
+_SEGMENT = re.compile(_JOINS + r"|\n|\.\s")  # and an answer's sentences and lines
 _DATED = re.compile(
     r"\b(?:1[5-9]\d\d|20\d\d)\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d", re.I
 )
