@@ -19,6 +19,8 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py port --negatives 40          # bench/data/suggest/port (10 documents)
     .venv/bin/python bench/suggest.py gazette --negatives 40       # bench/data/suggest/gazette (12 articles)
     .venv/bin/python bench/suggest.py university --negatives 40    # bench/data/suggest/university (10 documents)
+    .venv/bin/python bench/suggest.py digest --negatives 40        # bench/data/suggest/digest (12 articles)
+    .venv/bin/python bench/suggest.py parks --negatives 40         # bench/data/suggest/parks (10 documents)
 
 Each corpus is ingested once into bench/results/suggest_<name>/ under the default settings (then reused), and
 `ragpipe golden suggest` runs as a user runs it, in its own process (whole-process wall time). A sample of the
@@ -76,6 +78,10 @@ CORPORA = {
     # university (termly council updates, facts and figures, ...)
     "gazette": (JUDGED / "gazette", []),
     "university": (JUDGED / "university", []),
+    # round 8, rules frozen after gazette and university had been read: 12 encyclopedia articles (a county's town,
+    # river, railway, ... and subjects elsewhere); 10 documents of a national park authority
+    "digest": (JUDGED / "digest", []),
+    "parks": (JUDGED / "parks", []),
 }
 
 

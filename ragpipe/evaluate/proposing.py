@@ -161,7 +161,7 @@ def _negative(
         ev = search_change(c, sib, notes, corpus.searched) if change else corpus.search(c, sib)
         tried.append({"qualifier": sib, "pattern": ev.pattern, "answered_by": ev.answered_by and ev.answered_by[1]})
         if ev.absent:
-            asked = change_question(c, sib) if change else question(c, sib)
+            asked = change_question(c, sib) if change else corpus.common_case(question(c, sib))
             evidence = {
                 "search": f"every sentence of {len(corpus.documents)} documents for {sib!r} (pattern {ev.pattern})",
                 "naming": ev.naming,

@@ -10,13 +10,20 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ragpipe.core import normalize_text
-from ragpipe.golden.alternatives import forms
-from ragpipe.golden.near_miss import Candidate, Sentence, Span, qualifiers, values
+from ragpipe.golden.alternatives import forms, shift_year
+from ragpipe.golden.near_miss import _ORDINALS, Candidate, Sentence, Span, qualifiers, values
 from ragpipe.golden.titles import document_period
 
 PAIRS = 0.5  # a sentence under the qualifier holding this share of the attribute (by rarity) may answer it
 PAIRS_WITH_VALUE = 0.25  # ... or this share, when it states a value of the kind asked for
 _FAMILY = {"q": "quarter", "fy": "year", "split": "year"}  # kinds of period that name the same periods
+# a period a year before the one a sentence is said of, named by where it stands ("compared with 3,240 at the same
+# time last year", "against 101,600 in Q2 last year", "a year earlier")
+_YEAR_BEFORE = re.compile(
+    r"\b(?:last year|(?:a|one) year (?:earlier|before|ago)|the (?:previous|prior|preceding) year|the year before)\b",
+    re.I,
+)
+_QUARTER_BEFORE = re.compile(r"\bQ([1-4]) (?:of )?last year\b", re.I)
 
 
 @dataclass
@@ -62,6 +69,7 @@ class Corpus:
         self.by_chunk: dict[str, list[Sentence]] = {}
         self.df: dict[str, int] = {}
         self._groups: dict[str, frozenset[str]] = {}
+        self._cased: dict[str, set[bool]] | None = None  # word -> its cases inside sentences (common_case)
         for s in self.searched:
             for w in s.words:
                 self.df[w] = self.df.get(w, 0) + 1
@@ -76,7 +84,31 @@ class Corpus:
         for that period: it names another quarter only in a sentence that says so."""
         docs = {d for d, text in self.documents.items() if self._names(d, text, pattern, kind)}
         pool = self.searched if within is None else within
-        return [s for s in pool if pattern.search(s.text) or (s.doc_id in docs and group not in self.groups_of(s.text))]
+        return [
+            s
+            for s in pool
+            if pattern.search(s.text)
+            or (s.doc_id in docs and group not in self.groups_of(s.text))
+            or pattern.search(self.year_before(s))
+        ]
+
+    def year_before(self, s: Sentence) -> str:
+        """The period a year before the sentence's own, where the sentence names it by where it stands ("at the
+        same time last year", "Q2 last year"): its own is the first period it names, or its document's title's;
+        '' where it names none that way."""
+        if not _YEAR_BEFORE.search(s.text):
+            return ""
+        own = next(iter(qualifiers(s.text, ("periods",))), None) or self.periods.get(s.doc_id)
+        year = re.search(r"\d{4}", own.text) if own is not None else None
+        if own is None or year is None:
+            return ""
+        before = shift_year(own.text, int(year.group(0)) - 1)
+        quarter = _QUARTER_BEFORE.search(s.text)
+        if quarter:  # "Q2 last year" in the third quarter's report: the second quarter, a year before
+            n = int(quarter.group(1))
+            before = re.sub(r"\bQ[1-4]\b", f"Q{n}", before)
+            before = re.sub(r"(?i)\b(?:first|second|third|fourth)(?= quarter)", _ORDINALS[n - 1], before)
+        return before
 
     def _names(self, doc_id: str, text: str, pattern: re.Pattern[str], kind: str) -> bool:
         title = self.periods.get(doc_id)
@@ -114,6 +146,24 @@ class Corpus:
                 ev.answered_by = (s.chunk_id, s.text)
                 break
         return ev
+
+    def common_case(self, question: str) -> str:
+        """A capital a question took from the first word of its sentence ("What was Berth occupancy in May 2022?")
+        lowered, where the corpus writes the word and the next in lower case inside its sentences and never with a
+        capital there ("Berth N5" is a name, "berth occupancy" is not; "Riverside" keeps its capital wherever it
+        stands)."""
+        if self._cased is None:
+            self._cased = {}
+            for s in self.sentences:
+                for m in re.finditer(r"(?<=\s)([A-Za-z][a-z]+)(?=\s+(\w+))", s.text):
+                    key = f"{m.group(1).lower()} {m.group(2).lower()}"
+                    self._cased.setdefault(key, set()).add(m.group(1)[0].isupper())
+        words = question.split(" ")
+        for i in range(1, len(words) - 1):
+            w, key = words[i], f"{words[i].lower()} {words[i + 1].lower().strip('?,.;:')}"
+            if w[:1].isupper() and w[1:].islower() and self._cased.get(key) == {False}:
+                words[i] = w.lower()
+        return " ".join(words)
 
     def neighbours(self, chunk_ids: Iterable[str]) -> list[Sentence]:
         return [s for cid in chunk_ids for s in self.by_chunk.get(cid, [])]

@@ -9,7 +9,7 @@ import re
 from ragpipe.golden.near_miss import _MONTHS, _ORDINALS, _YEAR, Span
 
 
-def _shift_year(text: str, year: int) -> str:
+def shift_year(text: str, year: int) -> str:
     split = re.search(rf"({_YEAR})([/\u2013-])\d\d", text)
     if split:  # a financial year "2022/23" moves as a whole: "2021/22"
         return text[: split.start()] + f"{year}{split.group(2)}{(year + 1) % 100:02d}" + text[split.end() :]
@@ -22,7 +22,7 @@ def siblings(q: Span, seen: dict[str, set[str]], step: int = 1) -> list[str]:
     if q.group == "periods":
         year = int(_found(_YEAR, q.text))
         years = (year - step, year + step, year - 2 * step)  # `step`: a series' cadence (series.cadence)
-        out = [_shift_year(q.text, y) for y in years if re.fullmatch(_YEAR, str(y))]
+        out = [shift_year(q.text, y) for y in years if re.fullmatch(_YEAR, str(y))]
         if q.kind == "quarter":
             ordinal = q.text.split()[0]
             i = _ORDINALS.index(ordinal.lower())

@@ -32,6 +32,9 @@ _EVENTS = set(
     "attack merger takeover acquisition launch opening closure disaster derailment blaze riot eruption hurricane "
     "cyclone tornado landslide blackout recall".split()
 )
+# a part of a whole ("contributed £13.0m", "accounted for the remaining £2.9m"): asked without the whole it is part
+# of ("to research income"), the question says nothing
+_PART_OF = {"contribute", "account", "represent", "comprise", "constitute", "make"}
 _CAUSES = {"because", "despite", "due", "owing", "thanks"}  # a reason given after the figure: no part of the question
 _LEADING = re.compile(r"^(?:however|also|additionally|meanwhile|overall|notably|similarly|likewise|finally)$", re.I)
 
@@ -88,6 +91,8 @@ def wh_question(text: str, asked: Asked) -> str | None:
     listed = verb.i + 2 < len(doc) and doc[verb.i + 1].text == "," and doc[verb.i + 2].tag_ in ("VBN", "VBD")
     if listed or any(c.dep_ == "conj" and c.pos_ == "VERB" and not _own_words(c) for c in verb.children):
         return None  # "were admitted, transferred or discharged within ...": cut to one verb, it asks another thing
+    if _part_without_whole(verb, moved) or _compared(verb, moved):
+        return None
     gone = {t.i for t in moved.subtree} - _held(moved, asked)
     if phrase.dep_ in _SUBJECTS:  # a place or a person that is the subject: "What was relegated ...", "Who ..."
         wh = {"where": "what", "whom": "who"}.get(wh, wh)
@@ -122,8 +127,8 @@ def _fronting(
     if len(auxes) == 1 and auxes[0].dep_ == "auxpass" and verb.lemma_ in _SET_AT and moved.lower_ == "at":
         gone |= {t.i for c in verb.children if c.dep_ == "agent" for t in c.subtree}  # "... by the trustees"
         return "what", auxes[0].text.lower(), {auxes[0].i: "", verb.i: ""}  # "were set at $79,460": "What were ..."
-    if len(auxes) == 1 and auxes[0].lemma_ == "have" and verb.tag_ == "VBN" and auxes[0].tag_ in _DO:
-        return fronted, _DO[auxes[0].tag_], {auxes[0].i: "", verb.i: verb.lemma_}  # "had contributed": "did ...
+    if len(auxes) == 1 and auxes[0].lemma_ == "have" and verb.tag_ == "VBN" and auxes[0].tag_ == "VBD":
+        return fronted, "did", {auxes[0].i: "", verb.i: verb.lemma_}  # "had contributed": "did ... contribute"
     if auxes:  # "has been reached" -> "has ... been reached"
         return fronted, auxes[0].text.lower(), {auxes[0].i: ""}
     if verb.lemma_ == "be" or verb.pos_ == "AUX":  # "was" -> "was ..."
@@ -140,6 +145,26 @@ def _level(verb: Any, moved: Any, phrase: Any, subject: Any) -> str:
         return ""
     plural = subject.tag_ in ("NNS", "NNPS")
     return {"VBD": "were" if plural else "was", "VBZ": "is", "VBP": "are"}.get(verb.tag_, "")
+
+
+def _part_without_whole(verb: Any, moved: Any) -> bool:
+    """The verb gives a part of a whole the clause does not name: "contributed £13.0m" (to what?), "accounted for
+    the remaining £2.9m", "made up 12%"; "contributed £13.0m to research income" names it."""
+    if verb.lemma_ not in _PART_OF or (verb.lemma_ == "make" and not any(c.dep_ == "prt" for c in verb.children)):
+        return False
+    whole = [c for c in verb.children if c.i != moved.i and c.dep_ in ("prep", "dative") and c.lower_ in ("to", "of")]
+    share = [t for t in moved.subtree if t.dep_ == "prep" and t.lower_ == "of"]  # "made up 42% of sales"
+    return not whole and not share
+
+
+def _compared(verb: Any, moved: Any) -> bool:
+    """The value is the level of a comparison the question would not say: "the success rate was lower, at 24%"
+    asks "at what percentage was the success rate lower?" (than what?). One after the value is an aside ("shipped
+    5,272 robot arms, more than in any year")."""
+    return any(
+        c.tag_ in ("JJR", "RBR") and c.dep_ in ("acomp", "advmod", "oprd", "attr") and c.i < moved.i
+        for c in verb.children
+    )
 
 
 def _points_back(tokens: list[Any]) -> bool:
@@ -323,75 +348,3 @@ def _read(tokens: list[Any], words: dict[int, str]) -> str:
 
 def _text(tokens: list[Any]) -> str:
     return "".join(t.text_with_ws for t in tokens).strip()
-
-
-def governing_verb(text: str, start: int, end: int) -> str:
-    """The lemma of the verb that states the value at text[start:end] ("awarded ... for $27.4 million": "award"),
-    '' when the parse finds none."""
-    t = _verb_of(parse(text), (start, end))
-    return t.lemma_.lower() if t is not None else ""
-
-
-def _verb_of(doc: Any, span: tuple[int, int]) -> Any:
-    """The nearest verb above the first token of a character span, or None."""
-    t = next(iter(_tokens(doc, span)), None)
-    while t is not None and t.pos_ not in ("VERB", "AUX"):
-        t = None if t.head.i == t.i else t.head
-    return t
-
-
-def said_of(text: str, value: tuple[int, int], qualifier: tuple[int, int]) -> bool:
-    """The qualifier belongs to the clause that states the value: "by the time the school closed in July 1945, more
-    than 2,000 pilots had trained there" does not state the pilots of July 1945 (the year is the closing's)."""
-    doc = parse(text)
-    v, q = _verb_of(doc, value), _verb_of(doc, qualifier)
-    if v is None or q is None:
-        return True  # no verb to tell clauses apart: the text decides (_said_of in near_miss.py)
-    if not (v.i == q.i or (v.dep_ in ("xcomp", "conj") and v.head.i == q.i)):
-        return False
-    return not _inside_other_phrase(doc, q, value, qualifier)
-
-
-def _inside_other_phrase(doc: Any, verb: Any, value: tuple[int, int], qualifier: tuple[int, int]) -> bool:
-    """The qualifier modifies a noun that is neither the subject nor the value's phrase, in a phrase before the verb
-    or naming an event: "at the start of the pandemic in March 2020, the airline cut its schedule by 85%" dates the
-    pandemic, not the cut (after the verb, a parse attaches a period to a noun as often as to the verb)."""
-    subject = _subject(verb)
-    allowed = {t.i for t in subject.subtree} if subject is not None else set()
-    allowed |= {t.i for t in _tokens(doc, value)}
-    tokens = [t for t in doc if qualifier[0] <= t.idx < qualifier[1]]
-    t = _head(tokens) if tokens else None
-    while t is not None and t.i != verb.i and t.head.i != t.i:
-        t = t.head
-        other = t.i < verb.i or t.lemma_.lower() in _EVENTS  # a fronted phrase, or an event ("... after the flood")
-        if other and t.i != verb.i and t.pos_ in ("NOUN", "PROPN") and t.i not in allowed and t not in tokens:
-            value_heads = {u.head.i for u in _tokens(doc, value)}
-            if t.i not in value_heads:
-                return True
-    return False
-
-
-def event_subject(text: str, value: tuple[int, int]) -> bool:
-    """The value is stated of an event ("A breach of the embankment ... drained 3 miles", "The fire destroyed 40
-    homes"): what happened once, not a measure of its period."""
-    verb = _verb_of(parse(text), value)
-    subject = _subject(verb) if verb is not None else None
-    return subject is not None and subject.lemma_.lower() in _EVENTS
-
-
-def core_words(text: str, value: tuple[int, int], qualifier: tuple[int, int]) -> str:
-    """What the figure is of, in the sentence's words: the subject that the value is stated of ("Revenue for the
-    first quarter of 2024 was $50.2 million": "Revenue"), or, where the value is the subject, what follows it in its
-    phrase ("74.2% of patients": "of patients"); the qualifier left out. '' when the parse finds neither."""
-    doc = parse(text)
-    tokens = _tokens(doc, value)
-    if not tokens:
-        return ""
-    phrase = _head(tokens)
-    verb = _verb_of(doc, value)
-    if phrase.dep_ in _SUBJECTS or verb is None:
-        words = [t for t in phrase.subtree if t not in tokens]
-    else:
-        subject = _subject(verb)
-        words = list(subject.subtree) if subject is not None else []
-    return " ".join(t.text for t in words if not (qualifier[0] <= t.idx < qualifier[1]))

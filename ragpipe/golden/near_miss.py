@@ -8,7 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from ragpipe.golden.asking import Asked, core_words, said_of, wh_question
+from ragpipe.golden.asking import Asked, wh_question
+from ragpipe.golden.clauses import core_words, said_of
 from ragpipe.golden.prose import askable, english, readable
 from ragpipe.reading import content_words
 

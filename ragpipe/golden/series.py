@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ragpipe.golden.asking import event_subject, governing_verb
+from ragpipe.golden.clauses import event_subject, governing_verb
 from ragpipe.golden.near_miss import YEAR, Candidate, Sentence, Span, qualifiers
 from ragpipe.golden.titles import titled_sentence
 from ragpipe.reading import content_words

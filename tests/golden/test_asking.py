@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from ragpipe.golden import Corpus, cadence, candidates, fair_period, question, sentences_of, series_index, siblings
-from ragpipe.golden.asking import Asked, said_of, wh_question
+from ragpipe.golden.asking import Asked, wh_question
+from ragpipe.golden.clauses import said_of
 from ragpipe.golden.near_miss import Candidate, Sentence, Span, passages_of, qualifiers
 from ragpipe.golden.series import one_off
 from ragpipe.golden.titles import document_period, titled_spans
@@ -71,6 +72,21 @@ def _titled(text: str, period: Span | None, sentence: Sentence | None = None) ->
             "$152.3 million", "how much", "February 2022", "February 2021",
             "For how much was the contract awarded in February 2021 to the Caldwell-Ferris Joint Venture?",
         ),
+        (  # a part named with its whole is asked with it
+            "In 2022/23, UK charities contributed \u00a313.0m to research income.",
+            "\u00a313.0m", "how much", "2022/23", "2023/24",
+            "In 2023/24, how much did UK charities contribute to research income?",
+        ),
+        (  # ... or with what it is a share of
+            "In 2023, exports made up 42% of sales.",
+            "42%", "what percentage", "2023", "2022",
+            "In 2022, what percentage of sales did exports make up?",
+        ),
+        (  # a present perfect stays one
+            "International applicants have paid 3,870 deposits for September 2023 entry.",
+            "3,870 deposits", "how many deposits", "September 2023", "September 2024",
+            "How many deposits have international applicants paid for September 2024 entry?",
+        ),
     ],
 )  # fmt: skip
 def test_the_phrase_holding_the_value_is_asked_as_a_person_asks_it(
@@ -88,6 +104,10 @@ def test_the_phrase_holding_the_value_is_asked_as_a_person_asks_it(
         ("In 2022, 74.2% of patients were admitted, transferred or discharged within four hours.", "74.2%", "2022"),
         ("The recovery reached 87.9% of the first quarter of 2019.", "87.9%", "first quarter of 2019"),  # a base
         ("Excluding the storm week, the figure was 84.2% in 2022.", "84.2%", "2022"),  # the figure of what?
+        ("In 2022/23, UK charities contributed \u00a313.0m.", "\u00a313.0m", "2022/23"),  # contributed to what?
+        ("In 2022, other sources accounted for the remaining \u00a32.9m.", "\u00a32.9m", "2022"),  # of what?
+        ("In 2023, exports made up 42%.", "42%", "2023"),  # 42% of what?
+        ("In 2022, the success rate was lower, at 24%.", "24%", "2022"),  # lower than what?
     ],
 )
 def test_no_question_where_the_parse_gives_none_a_person_would_read(text: str, value: str, qualifier: str) -> None:
@@ -211,3 +231,33 @@ def test_a_negative_from_an_article_names_what_the_article_is_about() -> None:
     assert proposed(title + "The 2023 edition screened 176 films over ten days in October.") == [UNNAMED]
     named = proposed(title + "The 2023 festival screened 176 films over ten days in October.")
     assert named == ["How many films did the 2022 festival screen over ten days in October?"]
+
+
+def test_a_period_named_by_where_it_stands_is_searched_as_the_period_it_names() -> None:
+    docs = {
+        "update.md": "Council Update, Summer 2023\n\nInternational applicants have paid 3,870 deposits for September "
+        "2023 entry, compared with 3,240 at the same time last year.",
+        "q3.md": "Quarterly Report \u2014 Q3 2023\n\nRiverside recorded 124,300 visits during the quarter, against "
+        "101,600 in Q2 last year.",
+    }
+    sentences = [s for d, t in docs.items() for s in sentences_of(d, d, t)]
+    corpus = Corpus(sentences, docs)
+    assert [corpus.year_before(s) for s in sentences] == ["September 2022", "Q2 2022"]
+    (deposits,) = candidates(sentences[0])
+    assert not corpus.search(deposits, "September 2022").absent  # "at the same time last year"
+    assert corpus.search(deposits, "September 2024").absent
+    (visits,) = _titled(sentences[1].text, corpus.periods["q3.md"], sentences[1])
+    assert not corpus.search(visits, "Q2 2022").absent
+    assert corpus.search(visits, "Q3 2022").absent  # a year before, but another quarter
+
+
+def test_a_capital_that_only_opened_its_sentence_is_lowered_in_the_question() -> None:
+    docs = {
+        "m.md": "Monthly Statistics\n\nBerth occupancy averaged 73% in May 2023. Average berth occupancy at the "
+        "terminal rose to 64% in 2021. Dredging at Berth N5 began in June. Riverside recorded 61,900 visits. The "
+        "riverside path reopened.",
+    }
+    corpus = Corpus([s for d, t in docs.items() for s in sentences_of(d, d, t)], docs)
+    assert corpus.common_case("In May 2022, what was Berth occupancy?") == "In May 2022, what was berth occupancy?"
+    assert corpus.common_case("How many visits did Riverside record?") == "How many visits did Riverside record?"
+    assert corpus.common_case("When did dredging at Berth N5 begin?") == "When did dredging at Berth N5 begin?"

@@ -1,0 +1,80 @@
+"""What a clause says of its value, read from the same parse as the questions (asking.py): the verb that states
+it, the subject it is stated of, and whether a period in the sentence belongs to that clause."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragpipe.golden.asking import _EVENTS, _SUBJECTS, _head, _subject, _tokens, parse
+
+
+def governing_verb(text: str, start: int, end: int) -> str:
+    """The lemma of the verb that states the value at text[start:end] ("awarded ... for $27.4 million": "award"),
+    '' when the parse finds none."""
+    t = _verb_of(parse(text), (start, end))
+    return t.lemma_.lower() if t is not None else ""
+
+
+def _verb_of(doc: Any, span: tuple[int, int]) -> Any:
+    """The nearest verb above the first token of a character span, or None."""
+    t = next(iter(_tokens(doc, span)), None)
+    while t is not None and t.pos_ not in ("VERB", "AUX"):
+        t = None if t.head.i == t.i else t.head
+    return t
+
+
+def said_of(text: str, value: tuple[int, int], qualifier: tuple[int, int]) -> bool:
+    """The qualifier belongs to the clause that states the value: "by the time the school closed in July 1945, more
+    than 2,000 pilots had trained there" does not state the pilots of July 1945 (the year is the closing's)."""
+    doc = parse(text)
+    v, q = _verb_of(doc, value), _verb_of(doc, qualifier)
+    if v is None or q is None:
+        return True  # no verb to tell clauses apart: the text decides (_said_of in near_miss.py)
+    if not (v.i == q.i or (v.dep_ in ("xcomp", "conj") and v.head.i == q.i)):
+        return False
+    return not _inside_other_phrase(doc, q, value, qualifier)
+
+
+def _inside_other_phrase(doc: Any, verb: Any, value: tuple[int, int], qualifier: tuple[int, int]) -> bool:
+    """The qualifier modifies a noun that is neither the subject nor the value's phrase, in a phrase before the verb
+    or naming an event: "at the start of the pandemic in March 2020, the airline cut its schedule by 85%" dates the
+    pandemic, not the cut (after the verb, a parse attaches a period to a noun as often as to the verb)."""
+    subject = _subject(verb)
+    allowed = {t.i for t in subject.subtree} if subject is not None else set()
+    allowed |= {t.i for t in _tokens(doc, value)}
+    tokens = [t for t in doc if qualifier[0] <= t.idx < qualifier[1]]
+    t = _head(tokens) if tokens else None
+    while t is not None and t.i != verb.i and t.head.i != t.i:
+        t = t.head
+        other = t.i < verb.i or t.lemma_.lower() in _EVENTS  # a fronted phrase, or an event ("... after the flood")
+        if other and t.i != verb.i and t.pos_ in ("NOUN", "PROPN") and t.i not in allowed and t not in tokens:
+            value_heads = {u.head.i for u in _tokens(doc, value)}
+            if t.i not in value_heads:
+                return True
+    return False
+
+
+def event_subject(text: str, value: tuple[int, int]) -> bool:
+    """The value is stated of an event ("A breach of the embankment ... drained 3 miles", "The fire destroyed 40
+    homes"): what happened once, not a measure of its period."""
+    verb = _verb_of(parse(text), value)
+    subject = _subject(verb) if verb is not None else None
+    return subject is not None and subject.lemma_.lower() in _EVENTS
+
+
+def core_words(text: str, value: tuple[int, int], qualifier: tuple[int, int]) -> str:
+    """What the figure is of, in the sentence's words: the subject that the value is stated of ("Revenue for the
+    first quarter of 2024 was $50.2 million": "Revenue"), or, where the value is the subject, what follows it in its
+    phrase ("74.2% of patients": "of patients"); the qualifier left out. '' when the parse finds neither."""
+    doc = parse(text)
+    tokens = _tokens(doc, value)
+    if not tokens:
+        return ""
+    phrase = _head(tokens)
+    verb = _verb_of(doc, value)
+    if phrase.dep_ in _SUBJECTS or verb is None:
+        words = [t for t in phrase.subtree if t not in tokens]
+    else:
+        subject = _subject(verb)
+        words = list(subject.subtree) if subject is not None else []
+    return " ".join(t.text for t in words if not (qualifier[0] <= t.idx < qualifier[1]))
