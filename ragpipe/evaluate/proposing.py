@@ -27,10 +27,13 @@ from ragpipe.golden import (
     forms,
     passages_of,
     question,
+    row_candidates,
+    row_question,
     search_change,
     sentences_of,
     series_index,
     siblings,
+    tables_of,
     titled_spans,
 )
 from ragpipe.reading import content_words
@@ -75,7 +78,26 @@ def read_corpus(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> tuple[Corpu
     sentences = [s for chunk_id, doc_id, text in rows for s in sentences_of(chunk_id, doc_id, text)]
     passages = [s for chunk_id, doc_id, text in rows for s in passages_of(chunk_id, doc_id, text)]
     joined = {d: "\n".join(t) for d, t in documents.items()}
-    return Corpus(sentences, joined, passages), change_notes(rows), len(rows)
+    parsed = _parsed(con, chunker_tag)
+    chunks: dict[str, list[tuple[str, str]]] = {}
+    for chunk_id, doc_id, text in rows:
+        chunks.setdefault(doc_id, []).append((chunk_id, text))
+    tables = [t for doc_id, elements in parsed for t in tables_of(doc_id, elements)]
+    corpus = Corpus(sentences, joined, passages, row_candidates(tables, chunks))
+    return corpus, change_notes(rows), len(rows)
+
+
+def _parsed(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> list[tuple[str, str]]:
+    """Each chunked document's parse (its elements, where tables keep their cells); none in a warehouse that holds
+    chunks alone."""
+    kept = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'documents'").fetchone()
+    if not kept or not kept[0]:
+        return []
+    return con.execute(
+        "SELECT doc_id, elements_json FROM main.documents WHERE doc_id IN (SELECT DISTINCT doc_id FROM chunks "
+        "WHERE chunker_tag = ?) ORDER BY doc_id",
+        [chunker_tag],
+    ).fetchall()
 
 
 def _pool(corpus: Corpus, notes: Notes, kinds: Iterable[str], taken: set[str]) -> dict[str, list[Candidate]]:
@@ -88,6 +110,9 @@ def _pool(corpus: Corpus, notes: Notes, kinds: Iterable[str], taken: set[str]) -
             period = corpus.periods.get(s.doc_id)
             titled = titled_spans(s.text, period) if period and "periods" in groups else []
             by_doc.setdefault(s.doc_id, []).extend(candidates(s, groups, titled))
+    for c in corpus.rows if "periods" in kinds else []:  # a table's rows, asked by a template
+        if c.sentence.text not in taken:
+            by_doc.setdefault(c.sentence.doc_id, []).append(c)
     for c in notes.candidates if "changes" in kinds else []:
         if c.sentence.text not in taken:
             by_doc.setdefault(c.sentence.doc_id, []).append(c)
@@ -120,6 +145,8 @@ def _fairness(c: Candidate, index: SeriesIndex, kinds: tuple[str, ...]) -> tuple
     series, or as a false premise when those are asked for."""
     if c.qualifier.group != "periods":
         return c.qualifier.group, FAIR[c.qualifier.group]
+    if c.label:  # a table's row (proposed only where periods are asked for): the table shows the series
+        return "periods", f"a series: a table states {c.label!r} for {', '.join(map(repr, c.columns))}"
     fair = fair_period(c, index)
     if fair and "periods" in kinds:
         return "periods", fair
@@ -161,7 +188,12 @@ def _negative(
         ev = search_change(c, sib, notes, corpus.searched) if change else corpus.search(c, sib)
         tried.append({"qualifier": sib, "pattern": ev.pattern, "answered_by": ev.answered_by and ev.answered_by[1]})
         if ev.absent:
-            asked = change_question(c, sib) if change else corpus.common_case(question(c, sib))
+            if change:
+                asked = change_question(c, sib)
+            elif c.label:
+                asked = row_question(c, sib, corpus.written_as_name(c.label.split()[0]))
+            else:
+                asked = corpus.common_case(question(c, sib))
             evidence = {
                 "search": f"every sentence of {len(corpus.documents)} documents for {sib!r} (pattern {ev.pattern})",
                 "naming": ev.naming,
@@ -226,7 +258,7 @@ def collect(
                 traps[p.suggestion_id] = c
                 used.add(("n", c.subject or c.sentence.text))
                 continue
-        if len(pos) < positives and not c.subject and ("p", c.sentence.text) not in used:
+        if len(pos) < positives and not c.subject and not c.label and ("p", c.sentence.text) not in used:
             p = _positive(c, corpus, dropped)
             if p and p.suggestion_id not in decided:
                 pos.append(p)

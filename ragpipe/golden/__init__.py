@@ -39,6 +39,7 @@ _EXPORTS = {
     "doc_changes": ["Notes", "change_notes", "change_siblings", "change_question", "search_change"],
     "prose": ["askable", "readable"],
     "titles": ["document_period", "titled_spans"],
+    "tables": ["MEASURE_HEADERS", "Table", "tables_of", "measure_columns", "row_candidates", "row_question"],
     "series": ["FALSE_PREMISE", "SeriesIndex", "series_index", "fair_period", "cadence"],
     "absence": ["Evidence", "Corpus", "agreeing"],
     "append": ["next_ids", "golden_object", "appended"],

@@ -60,9 +60,16 @@ class Corpus:
     A qualifier named anywhere in a document (its path, its title, a heading) may be what every sentence of it is
     said of ("Revenue for the quarter was ..." in q1-2023.md): such sentences count as naming it."""
 
-    def __init__(self, sentences: Iterable[Sentence], documents: dict[str, str], passages: Iterable[Sentence] = ()):
+    def __init__(
+        self,
+        sentences: Iterable[Sentence],
+        documents: dict[str, str],
+        passages: Iterable[Sentence] = (),
+        rows: Iterable[Candidate] = (),
+    ):
         self.sentences = list(sentences)  # prose: what a question may be made of
         self.searched = self.sentences + list(passages)  # and tables, lists, headings: what absence searches
+        self.rows = list(rows)  # the rows of its tables of measures (tables.py): questions made of them
         self.documents = documents  # doc id -> its text as chunked (the path is part of what names a qualifier)
         self.titles = {d: next((ln for ln in text.splitlines() if ln.strip()), "") for d, text in documents.items()}
         self.periods = {d: p for d, t in self.titles.items() if (p := document_period(t)) is not None}  # by title
@@ -70,6 +77,7 @@ class Corpus:
         self.df: dict[str, int] = {}
         self._groups: dict[str, frozenset[str]] = {}
         self._cased: dict[str, set[bool]] | None = None  # word -> its cases inside sentences (common_case)
+        self._named: dict[str, set[bool]] | None = None  # word -> its cases after a lower-case word
         for s in self.searched:
             for w in s.words:
                 self.df[w] = self.df.get(w, 0) + 1
@@ -164,6 +172,16 @@ class Corpus:
             if w[:1].isupper() and w[1:].islower() and self._cased.get(key) == {False}:
                 words[i] = w.lower()
         return " ".join(words)
+
+    def written_as_name(self, word: str) -> bool:
+        """The corpus writes the word with a capital inside running text (after a word in lower case: "at Thornby")
+        and never in lower case: a name, whose capital a question keeps."""
+        if self._named is None:
+            self._named = {}
+            for s in self.sentences:
+                for m in re.finditer(r"(?<=[a-z,] )([A-Za-z][a-z]+)\b", s.text):
+                    self._named.setdefault(m.group(1).lower(), set()).add(m.group(1)[0].isupper())
+        return self._named.get(word.lower()) == {True}
 
     def neighbours(self, chunk_ids: Iterable[str]) -> list[Sentence]:
         return [s for cid in chunk_ids for s in self.by_chunk.get(cid, [])]

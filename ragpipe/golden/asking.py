@@ -35,6 +35,8 @@ _EVENTS = set(
 # a part of a whole ("contributed £13.0m", "accounted for the remaining £2.9m"): asked without the whole it is part
 # of ("to research income"), the question says nothing
 _PART_OF = {"contribute", "account", "represent", "comprise", "constitute", "make"}
+_HELD = {"remain", "stay"}  # "remained at £7.42 million": the period before had it too, by the word itself
+_BOUNDS = {"before", "after", "following", "since", "until", "till"}  # "Before the fire, ...": of which fire?
 _CAUSES = {"because", "despite", "due", "owing", "thanks"}  # a reason given after the figure: no part of the question
 _LEADING = re.compile(r"^(?:however|also|additionally|meanwhile|overall|notably|similarly|likewise|finally)$", re.I)
 
@@ -91,8 +93,10 @@ def wh_question(text: str, asked: Asked) -> str | None:
     listed = verb.i + 2 < len(doc) and doc[verb.i + 1].text == "," and doc[verb.i + 2].tag_ in ("VBN", "VBD")
     if listed or any(c.dep_ == "conj" and c.pos_ == "VERB" and not _own_words(c) for c in verb.children):
         return None  # "were admitted, transferred or discharged within ...": cut to one verb, it asks another thing
-    if _part_without_whole(verb, moved) or _compared(verb, moved):
+    if _part_without_whole(verb, moved) or _compared(verb, moved) or verb.lemma_ in _HELD:
         return None
+    if phrase.dep_ in _SUBJECTS and moved.i > verb.i:
+        return None  # "Among the larger decisions were 14 affordable homes": an inverted subject reads garbled
     gone = {t.i for t in moved.subtree} - _held(moved, asked)
     if phrase.dep_ in _SUBJECTS:  # a place or a person that is the subject: "What was relegated ...", "Who ..."
         wh = {"where": "what", "whom": "who"}.get(wh, wh)
@@ -281,6 +285,8 @@ def _render(
         return None
     first = subject.left_edge.i if subject is not None else min(t.i for t in kept)
     opening = [t for t in kept if t.i < first]
+    if opening and opening[0].lower_ in _BOUNDS and not _holds_span(opening, asked.qualifier):
+        return None  # the figure placed by an event the question does not name ("Before the fire, the survey ...")
     if opening and not _holds_span(opening, asked.qualifier) and (opening[0].pos_ != "ADP" or len(opening) > 7):
         opening = []  # "Led by forward Dion Whitlock and coach ..., how many games": an aside, not the question's
     rest = [t for t in kept if t.i >= first]

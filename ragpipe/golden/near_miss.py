@@ -100,6 +100,8 @@ class Candidate:
     attribute: frozenset[str]
     subject: str = ""  # of a change note (changes.py): the definition it stands under
     core: frozenset[str] = frozenset()  # what the figure is of ("revenue"): absence's surest sign of an answer
+    label: str = ""  # of a table's row (tables.py): the measure it names, asked by a template
+    columns: tuple[str, ...] = ()  # ... and the periods the table states it for
 
 
 def sentences_of(chunk_id: str, doc_id: str, text: str) -> Iterator[Sentence]:

@@ -108,6 +108,9 @@ def test_the_phrase_holding_the_value_is_asked_as_a_person_asks_it(
         ("In 2022, other sources accounted for the remaining \u00a32.9m.", "\u00a32.9m", "2022"),  # of what?
         ("In 2023, exports made up 42%.", "42%", "2023"),  # 42% of what?
         ("In 2022, the success rate was lower, at 24%.", "24%", "2022"),  # lower than what?
+        ("In 2022, the grant remained at \u00a37.42 million.", "\u00a37.42 million", "2022"),  # and the year before
+        ("Among the decisions in 2023 were 14 affordable homes.", "14 affordable homes", "2023"),  # inverted
+        ("Before the fire, the 2021 survey recorded 17 pairs of plover.", "17 pairs", "2021"),  # which fire?
     ],
 )
 def test_no_question_where_the_parse_gives_none_a_person_would_read(text: str, value: str, qualifier: str) -> None:
