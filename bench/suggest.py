@@ -21,6 +21,8 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py university --negatives 40    # bench/data/suggest/university (10 documents)
     .venv/bin/python bench/suggest.py digest --negatives 40        # bench/data/suggest/digest (12 articles)
     .venv/bin/python bench/suggest.py parks --negatives 40         # bench/data/suggest/parks (10 documents)
+    .venv/bin/python bench/suggest.py annals --negatives 40        # bench/data/suggest/annals (12 articles)
+    .venv/bin/python bench/suggest.py fireservice --negatives 40   # bench/data/suggest/fireservice (10 documents)
 
 Each corpus is ingested once into bench/results/suggest_<name>/ under the default settings (then reused), and
 `ragpipe golden suggest` runs as a user runs it, in its own process (whole-process wall time). A sample of the
@@ -82,6 +84,10 @@ CORPORA = {
     # river, railway, ... and subjects elsewhere); 10 documents of a national park authority
     "digest": (JUDGED / "digest", []),
     "parks": (JUDGED / "parks", []),
+    # round 9, rules frozen after digest and parks had been read: 12 encyclopedia articles (subjects in several
+    # countries); 10 documents of a county fire and rescue service
+    "annals": (JUDGED / "annals", []),
+    "fireservice": (JUDGED / "fireservice", []),
 }
 
 
