@@ -4,7 +4,9 @@ question, why moving its qualifier is fair, and the exhaustive search that shows
 
 from __future__ import annotations
 
+import datetime
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
@@ -13,6 +15,7 @@ import duckdb
 from ragpipe.core import RagpipeError
 from ragpipe.golden import (
     FALSE_PREMISE,
+    YEAR,
     Candidate,
     Corpus,
     Notes,
@@ -83,7 +86,8 @@ def read_corpus(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> tuple[Corpu
     for chunk_id, doc_id, text in rows:
         chunks.setdefault(doc_id, []).append((chunk_id, text))
     tables = [t for doc_id, elements in parsed for t in tables_of(doc_id, elements)]
-    corpus = Corpus(sentences, joined, passages, row_candidates(tables, chunks))
+    titles = {d: next((ln for ln in t.splitlines() if ln.strip()), "") for d, t in joined.items()}
+    corpus = Corpus(sentences, joined, passages, row_candidates(tables, chunks, titles))
     return corpus, change_notes(rows), len(rows)
 
 
@@ -158,6 +162,13 @@ def _fairness(c: Candidate, index: SeriesIndex, kinds: tuple[str, ...]) -> tuple
     return "", ""
 
 
+def _to_come(qualifier: str, group: str) -> bool:
+    """A period that begins after this year: no document could state it yet, and nobody asks a corpus for it ("In
+    2031, what was the population of ...?")."""
+    first = re.search(YEAR, qualifier) if group == "periods" else None
+    return first is not None and int(first.group(0)) > datetime.date.today().year
+
+
 def _negative(
     c: Candidate,
     corpus: Corpus,
@@ -182,7 +193,7 @@ def _negative(
     if change:
         sibs = change_siblings(c, notes, {v for k, vs in seen.items() if k.startswith("version:") for v in vs})
     else:
-        sibs = siblings(c.qualifier, seen, step)
+        sibs = [q for q in siblings(c.qualifier, seen, step) if not _to_come(q, c.qualifier.group)]
     tried = []
     for sib in sibs[:SIBLINGS_TRIED]:
         ev = search_change(c, sib, notes, corpus.searched) if change else corpus.search(c, sib)
@@ -249,14 +260,15 @@ def collect(
         if len(neg) >= negatives and len(pos) >= positives:
             break
         n += 1
-        if len(neg) < negatives and ("n", c.subject or c.sentence.text) not in used:
+        key = c.subject or ("measure:" + c.label.lower() if c.label else c.sentence.text)  # a measure asked once
+        if len(neg) < negatives and ("n", key) not in used:
             p = _negative(c, corpus, notes, seen, dropped, _fairness(c, index, kinds), cadence(c, index))
             same = (forms(p.asked_for, c.qualifier.kind).pattern, c.attribute - content_words(p.asked_for)) if p else ()
             if p and p.suggestion_id not in decided and same not in asked:  # "Q3 2024" and "third quarter of 2024"
                 asked.add(same)
                 neg.append(p)
                 traps[p.suggestion_id] = c
-                used.add(("n", c.subject or c.sentence.text))
+                used.add(("n", key))
                 continue
         if len(pos) < positives and not c.subject and not c.label and ("p", c.sentence.text) not in used:
             p = _positive(c, corpus, dropped)

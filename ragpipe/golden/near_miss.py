@@ -102,6 +102,7 @@ class Candidate:
     core: frozenset[str] = frozenset()  # what the figure is of ("revenue"): absence's surest sign of an answer
     label: str = ""  # of a table's row (tables.py): the measure it names, asked by a template
     columns: tuple[str, ...] = ()  # ... and the periods the table states it for
+    of: str = ""  # ... and what it is a measure of, where the table states it of its article's subject
 
 
 def sentences_of(chunk_id: str, doc_id: str, text: str) -> Iterator[Sentence]:

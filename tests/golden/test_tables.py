@@ -3,9 +3,19 @@ rows are measures and whose columns are periods, only rows that name a measure, 
 
 from __future__ import annotations
 
+import datetime
 import json
 
-from ragpipe.golden import Corpus, Table, measure_columns, row_candidates, row_question, sentences_of, tables_of
+from ragpipe.golden import (
+    Corpus,
+    Table,
+    measure_columns,
+    period_rows,
+    row_candidates,
+    row_question,
+    sentences_of,
+    tables_of,
+)
 
 
 def _elements(*html: str) -> str:
@@ -38,7 +48,9 @@ def test_a_table_is_read_from_the_parsers_cells_with_its_empty_cells() -> None:
 
 def test_only_a_table_of_measures_by_period_has_period_columns() -> None:
     (t,) = tables_of("r.md", _elements(REPORT))
-    assert [p.text for p in measure_columns(t)] == ["2021/22", "2022/23"]  # "Change" is no period
+    assert [(i, p.text) for i, p in measure_columns(t)] == [(1, "2021/22"), (2, "2022/23")]  # "Change" is none
+    targets = Table("r.md", ("Measure", "Target", "Q2 2021-22", "Q2 2022-23", "Status"), ())
+    assert [i for i, _ in measure_columns(targets)] == [2, 3]  # a target's column before the periods
     places = Table("r.md", ("Visitor centre", "2022-23", "2023-24"), (("Thornby", "184,300", "179,600"),))
     assert measure_columns(places) == []  # a row per place: the measure is not in the row
     noted = Table("r.md", ("Indicator", "2021 (baseline)", "2022"), (("Scope 1 emissions", "31,600", "30,900"),))
@@ -54,9 +66,9 @@ def test_rows_that_name_a_measure_are_asked_by_a_template() -> None:
     assert (first.value.text, first.qualifier.text, first.columns) == ("141,250", "2021/22", ("2021/22", "2022/23"))
     assert [c.value.kind for c in rows] == ["count", "money", "percent"]
     assert row_question(first, "2020/21") == "In 2020/21, how many emergency attendances were there?"
-    assert row_question(rows[1], "2020/21") == "In 2020/21, what was car park income?"
-    assert row_question(rows[2], "2023/24") == "In 2023/24, what was four-hour standard?"
-    assert row_question(rows[1], "2020/21", named=True) == "In 2020/21, what was Car park income?"
+    assert row_question(rows[1], "2020/21") == "In 2020/21, what was the car park income?"
+    assert row_question(rows[2], "2023/24") == "In 2023/24, what was the four-hour standard?"
+    assert row_question(rows[1], "2020/21", named=True) == "In 2020/21, what was the Car park income?"
     assert row_candidates([t], {"r.md": [("ch_1", "another text")]}) == []  # a row no chunk holds asks nothing
 
 
@@ -64,3 +76,45 @@ def test_a_capital_is_a_names_where_the_corpus_writes_it_so_inside_running_text(
     docs = {"d.md": "Fares\n\nThe 4 Fare revenue lines rose at Thornby and Kelby. The fare revenue of Thornby rose."}
     corpus = Corpus([s for d, t in docs.items() for s in sentences_of(d, d, t)], docs)
     assert corpus.written_as_name("Thornby") and not corpus.written_as_name("Fare")
+
+
+def test_rows_of_kinds_are_counts_of_each_kind_and_a_table_is_asked_a_few_rows_at_most() -> None:
+    kinds = Table(
+        "f.md",
+        ("Incident type", "2021-22", "2022-23", "Change"),
+        (("Primary fires", "1,089", "1,204", "+10.6%"), ("All fires", "2,335", "2,981", "+27.7%"),
+         ("Chimney fires", "84", "71", "-15.5%"), ("Road traffic collisions", "498", "512", "+2.8%"),
+         ("False alarms", "3,493", "3,702", "+6.0%"), ("Fire cover costs", "\u00a31.2m", "\u00a31.3m", "+8%")),
+    )  # fmt: skip
+    rows = row_candidates([kinds], _chunks(kinds))
+    assert [c.label for c in rows] == ["Primary fires", "Chimney fires", "Road traffic collisions"]  # "All": of all
+    assert row_question(rows[0], "2020-21") == "In 2020-21, how many primary fires were there?"
+
+
+def test_a_period_per_row_is_a_measure_of_the_articles_subject_asked_after_its_last_period() -> None:
+    census = Table(
+        "skarvoy.md",
+        ("Census year", "Population", "Estimated visitors", "Notes (see text)"),
+        (("1801", "412", "\u2013", ""), ("1901", "1,240", "\u2013", ""), ("2011", "2,310", "41,000", ""),
+         ("2021", "2,204", "58,000", "")),
+    )  # fmt: skip
+    rows, columns = period_rows(census)
+    assert [p.text for _, p in rows] == ["1801", "1901", "2011", "2021"] and columns == [1, 2, 3]
+    asked = row_candidates([census], _chunks(census), {"skarvoy.md": "# Skarvoy"})
+    assert [(c.label, c.value.text, c.qualifier.text, c.of) for c in asked] == [
+        ("Population", "2,204", "2021", "Skarvoy")
+    ]
+    assert row_question(asked[0], "2031") == "In 2031, what was the population of Skarvoy?"
+    visitors = Table("skarvoy.md", ("Year", "Estimated visitors"), (("2019", "41,000"), ("2023", "58,000")))
+    (seen,) = row_candidates([visitors], _chunks(visitors), {"skarvoy.md": "Skarvoy"})  # one measure per table
+    assert row_question(seen, "2024") == "In 2024, how many visitors did Skarvoy have?"
+    assert row_candidates([census], _chunks(census)) == []  # no title: of what?
+
+
+def test_a_period_that_begins_after_this_year_is_never_asked_of() -> None:
+    from ragpipe.evaluate.proposing import _to_come
+
+    year = datetime.date.today().year
+    assert _to_come(str(year + 1), "periods") and _to_come(f"Q1 {year + 1}", "periods")
+    assert not _to_come(str(year), "periods") and not _to_come(f"{year}/{(year + 1) % 100:02d}", "periods")
+    assert not _to_come("HR-2099", "names")
