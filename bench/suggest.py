@@ -23,6 +23,8 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py parks --negatives 40         # bench/data/suggest/parks (10 documents)
     .venv/bin/python bench/suggest.py annals --negatives 40        # bench/data/suggest/annals (12 articles)
     .venv/bin/python bench/suggest.py fireservice --negatives 40   # bench/data/suggest/fireservice (10 documents)
+    .venv/bin/python bench/suggest.py register --negatives 40      # bench/data/suggest/register (12 articles)
+    .venv/bin/python bench/suggest.py housing --negatives 40       # bench/data/suggest/housing (10 documents)
 
 Each corpus is ingested once into bench/results/suggest_<name>/ under the default settings (then reused), and
 `ragpipe golden suggest` runs as a user runs it, in its own process (whole-process wall time). A sample of the
@@ -88,6 +90,10 @@ CORPORA = {
     # countries); 10 documents of a county fire and rescue service
     "annals": (JUDGED / "annals", []),
     "fireservice": (JUDGED / "fireservice", []),
+    # round 10, rules frozen after annals and fireservice had been read: 12 encyclopedia articles; 10 documents of a
+    # municipal housing company
+    "register": (JUDGED / "register", []),
+    "housing": (JUDGED / "housing", []),
 }
 
 
