@@ -97,6 +97,14 @@ def wh_question(text: str, asked: Asked) -> str | None:
         return None
     if phrase.dep_ in _SUBJECTS and moved.i > verb.i:
         return None  # "Among the larger decisions were 14 affordable homes": an inverted subject reads garbled
+    if (
+        phrase.dep_ in _SUBJECTS
+        and value[-1].text in ("%", "percent")
+        and not any(t.lower_ == "of" for t in phrase.subtree)
+    ):
+        return None  # "Only 78% were answered within ten working days": a share of what?
+    if _another_figure(verb, moved, asked):
+        return None  # "rose by 29% to 512": asked by how much, the question would carry the trap's 512
     gone = {t.i for t in moved.subtree} - _held(moved, asked)
     if phrase.dep_ in _SUBJECTS:  # a place or a person that is the subject: "What was relegated ...", "Who ..."
         wh = {"where": "what", "whom": "who"}.get(wh, wh)
@@ -159,6 +167,20 @@ def _part_without_whole(verb: Any, moved: Any) -> bool:
     whole = [c for c in verb.children if c.i != moved.i and c.dep_ in ("prep", "dative") and c.lower_ in ("to", "of")]
     share = [t for t in moved.subtree if t.dep_ == "prep" and t.lower_ == "of"]  # "made up 42% of sales"
     return not whole and not share
+
+
+def _another_figure(verb: Any, moved: Any, asked: Asked) -> bool:
+    """The clause states another figure beside the value, in a phrase of the verb ("to 512", "from 395"): kept, the
+    question would carry a number of the trap sentence. A level asked as what the subject was ("fell to 340 from
+    395") drops its "from"."""
+    if verb.lemma_ in _LEVELS and moved.lower_ in ("to", "at"):
+        return False
+    for c in verb.children:
+        if c.i == moved.i or c.dep_ != "prep" or c.lower_ not in ("to", "from") or _holds(c, asked.qualifier):
+            continue
+        if any(t.like_num for t in c.subtree):
+            return True
+    return False
 
 
 def _compared(verb: Any, moved: Any) -> bool:

@@ -111,6 +111,8 @@ def test_the_phrase_holding_the_value_is_asked_as_a_person_asks_it(
         ("In 2022, the grant remained at \u00a37.42 million.", "\u00a37.42 million", "2022"),  # and the year before
         ("Among the decisions in 2023 were 14 affordable homes.", "14 affordable homes", "2023"),  # inverted
         ("Before the fire, the 2021 survey recorded 17 pairs of plover.", "17 pairs", "2021"),  # which fire?
+        ("In 2023, only 78% were answered within ten working days.", "78%", "2023"),  # 78% of what?
+        ("In 2023, stage 1 complaints rose by 29% to 512.", "29%", "2023"),  # the question would say 512
     ],
 )
 def test_no_question_where_the_parse_gives_none_a_person_would_read(text: str, value: str, qualifier: str) -> None:
