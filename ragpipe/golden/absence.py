@@ -23,6 +23,13 @@ _YEAR_BEFORE = re.compile(
     r"\b(?:last year|(?:a|one) year (?:earlier|before|ago)|the (?:previous|prior|preceding) year|the year before)\b",
     re.I,
 )
+# a figure stated for every period of its kind ("publishes about 55 new titles a year"): it answers each of them
+_NOT_AGO = r"(?!\s+(?:earlier|before|ago|later|after|on)\b|['\u2019]s\b)"  # "a year earlier" is one period
+_EVERY = {  # "a quarterly dividend", "the monthly report" name no figure of every period: only the adverbs do
+    "year": re.compile(rf"\b(?:a|each|every|per) (?:year|season)\b{_NOT_AGO}|\bannually\b", re.I),
+    "quarter": re.compile(rf"\b(?:a|each|every|per) quarter\b{_NOT_AGO}", re.I),
+    "month": re.compile(rf"\b(?:a|each|every|per) month\b{_NOT_AGO}", re.I),
+}
 _QUARTER_BEFORE = re.compile(r"\bQ([1-4]) (?:of )?last year\b", re.I)
 
 
@@ -148,6 +155,12 @@ class Corpus:
         scored = sorted(((s, self.share(c.attribute, s.words)) for s in naming), key=lambda x: (-x[1], x[0].chunk_id))
         ev = Evidence(pattern.pattern, len(naming), [(s.chunk_id, s.text, share) for s, share in scored[:3]])
         core = _stems(c.core)
+        every = _EVERY.get(_FAMILY.get(c.qualifier.kind, c.qualifier.kind))
+        for s in self.searched if every and within is None else ():
+            if every.search(s.text) and c.qualifier.group not in self.groups_of(s.text):  # "55 titles a year"
+                if self.share(c.attribute, s.words) >= PAIRS and _states_alike(c.value, s.text):
+                    ev.answered_by = (s.chunk_id, s.text)
+                    return ev
         for s, share in scored:
             alike = share >= PAIRS_WITH_VALUE or bool(core and core <= _stems(s.words))  # "Revenue ... was $56.9M"
             if share >= PAIRS or (alike and _states_alike(c.value, s.text)):
