@@ -25,6 +25,8 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py fireservice --negatives 40   # bench/data/suggest/fireservice (10 documents)
     .venv/bin/python bench/suggest.py register --negatives 40      # bench/data/suggest/register (12 articles)
     .venv/bin/python bench/suggest.py housing --negatives 40       # bench/data/suggest/housing (10 documents)
+    .venv/bin/python bench/suggest.py lexis --negatives 40         # bench/data/suggest/lexis (12 articles)
+    .venv/bin/python bench/suggest.py airport --negatives 40       # bench/data/suggest/airport (10 documents)
 
 Each corpus is ingested once into bench/results/suggest_<name>/ under the default settings (then reused), and
 `ragpipe golden suggest` runs as a user runs it, in its own process (whole-process wall time). A sample of the
@@ -94,6 +96,10 @@ CORPORA = {
     # municipal housing company
     "register": (JUDGED / "register", []),
     "housing": (JUDGED / "housing", []),
+    # round 11, rules frozen after register and housing had been read: 12 encyclopedia articles; 10 documents of a
+    # regional airport company
+    "lexis": (JUDGED / "lexis", []),
+    "airport": (JUDGED / "airport", []),
 }
 
 
