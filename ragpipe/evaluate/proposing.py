@@ -75,19 +75,14 @@ def read_corpus(con: duckdb.DuckDBPyConnection, chunker_tag: str) -> tuple[Corpu
     ).fetchall()
     if not rows:
         raise SuggestError(f"no chunks under the current chunker {chunker_tag}; run `ragpipe ingest` first")
-    documents: dict[str, list[str]] = {}
-    for _, doc_id, text in rows:
-        documents.setdefault(doc_id, []).append(text)
-    sentences = [s for chunk_id, doc_id, text in rows for s in sentences_of(chunk_id, doc_id, text)]
-    passages = [s for chunk_id, doc_id, text in rows for s in passages_of(chunk_id, doc_id, text)]
-    joined = {d: "\n".join(t) for d, t in documents.items()}
-    parsed = _parsed(con, chunker_tag)
-    chunks: dict[str, list[tuple[str, str]]] = {}
+    chunks: dict[str, list[tuple[str, str]]] = {}  # doc id -> its chunks (id, text) in order
     for chunk_id, doc_id, text in rows:
         chunks.setdefault(doc_id, []).append((chunk_id, text))
-    tables = [t for doc_id, elements in parsed for t in tables_of(doc_id, elements)]
-    titles = {d: next((ln for ln in t.splitlines() if ln.strip()), "") for d, t in joined.items()}
-    corpus = Corpus(sentences, joined, passages, row_candidates(tables, chunks, titles))
+    sentences = [s for chunk_id, doc_id, text in rows for s in sentences_of(chunk_id, doc_id, text)]
+    passages = [s for chunk_id, doc_id, text in rows for s in passages_of(chunk_id, doc_id, text)]
+    corpus = Corpus(sentences, {d: "\n".join(t for _, t in cs) for d, cs in chunks.items()}, passages)
+    tables = [t for doc_id, elements in _parsed(con, chunker_tag) for t in tables_of(doc_id, elements)]
+    corpus.rows = row_candidates(tables, chunks, corpus.titles)
     return corpus, change_notes(rows), len(rows)
 
 

@@ -67,16 +67,10 @@ class Corpus:
     A qualifier named anywhere in a document (its path, its title, a heading) may be what every sentence of it is
     said of ("Revenue for the quarter was ..." in q1-2023.md): such sentences count as naming it."""
 
-    def __init__(
-        self,
-        sentences: Iterable[Sentence],
-        documents: dict[str, str],
-        passages: Iterable[Sentence] = (),
-        rows: Iterable[Candidate] = (),
-    ):
+    def __init__(self, sentences: Iterable[Sentence], documents: dict[str, str], passages: Iterable[Sentence] = ()):
         self.sentences = list(sentences)  # prose: what a question may be made of
         self.searched = self.sentences + list(passages)  # and tables, lists, headings: what absence searches
-        self.rows = list(rows)  # the rows of its tables of measures (tables.py): questions made of them
+        self.rows: list[Candidate] = []  # its tables' measures (tables.row_candidates): questions made of them
         self.documents = documents  # doc id -> its text as chunked (the path is part of what names a qualifier)
         self.titles = {d: next((ln for ln in text.splitlines() if ln.strip()), "") for d, text in documents.items()}
         self.periods = {d: p for d, t in self.titles.items() if (p := document_period(t)) is not None}  # by title
