@@ -150,12 +150,12 @@ class Corpus:
         ev = Evidence(pattern.pattern, len(naming), [(s.chunk_id, s.text, share) for s, share in scored[:3]])
         core = _stems(c.core)
         every = _EVERY.get(_FAMILY.get(c.qualifier.kind, c.qualifier.kind))
-        for s in self.searched if within is None and every is not None else ():
-            if every is None or not every.search(s.text) or c.qualifier.group in self.groups_of(s.text):
-                continue
-            if self.share(c.attribute, s.words) >= PAIRS and _states_alike(c.value, s.text):  # "55 titles a year"
-                ev.answered_by = (s.chunk_id, s.text)
-                return ev
+        if every is not None and within is None:
+            for s in self.searched:  # "publishes about 55 titles a year": every year's
+                if every.search(s.text) and c.qualifier.group not in self.groups_of(s.text):
+                    if self.share(c.attribute, s.words) >= PAIRS and _states_alike(c.value, s.text):
+                        ev.answered_by = (s.chunk_id, s.text)
+                        return ev
         for s, share in scored:
             alike = share >= PAIRS_WITH_VALUE or bool(core and core <= _stems(s.words))  # "Revenue ... was $56.9M"
             if share >= PAIRS or (alike and _states_alike(c.value, s.text)):

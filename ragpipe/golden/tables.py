@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any, Iterable
 
+from ragpipe.golden.asking import _NAMES, _REFERRING
 from ragpipe.golden.near_miss import Candidate, Sentence, Span, qualifiers
 from ragpipe.golden.prose import english
 from ragpipe.reading import content_words
@@ -40,8 +41,6 @@ MONEY_WORDS = frozenset(
     "prices fee fees eps margin cash turnover pay salary wages precept charge charges value receipts deposits assets "
     "takings donations rent rents".split()
 )
-_NAMES = {"PERSON", "ORG", "GPE", "LOC", "FAC", "NORP", "PRODUCT"}  # a row per named thing: not a measure
-_POINTING = {"our", "its", "their", "this", "these", "those", "his", "her", "my", "we"}
 
 
 @dataclass(frozen=True)
@@ -151,13 +150,13 @@ def _reads_as_measure(label: str, kind: str) -> bool:
         return False  # "Container", "Weekday": a count of what? ("Population", "Births" say it)
     if kind == "percent" and _plural(doc):
         return False  # "Heavy vehicles" at 27%: a share of what?
-    if any(t.pos_ in ("VERB", "AUX", "PRON") or t.lower_ in _POINTING for t in doc):
+    if any(t.pos_ in ("VERB", "AUX", "PRON") or t.lower_ in _REFERRING for t in doc):
         return False
     if doc[0].pos_ == "ADP" or doc[0].lower_ in ("all", "other", "others", "remaining"):
         return False  # "Within four hours" (of what?), "All fires", "Other incidents": a row read beside the others
     named = english()(label)
     if any(e.start == 0 and e.end == len(named) and e.label_ in _NAMES for e in named.ents):
-        return False  # "Thornby": a row per place, the measure is elsewhere
+        return False  # "Thornby": a row per place, the measure is elsewhere (read in its own case, as written)
     return any(t.pos_ == "NOUN" for t in doc)
 
 
@@ -194,8 +193,10 @@ def row_candidates(
             out += _row(table, chunks, periods[0][0], periods[0][1], [p.text for _, p in periods])
         rows, columns = period_rows(table)
         title = re.sub(r"^#+\s*", "", (titles or {}).get(table.doc_id, "")).strip()
-        for col in columns if rows and title else ():
-            last, period = max(rows, key=lambda r: r[1].text)
+        if not rows or not title:
+            continue
+        last, period = max(rows, key=lambda r: r[1].text)
+        for col in columns:
             asked = _column(table, chunks, last, col, period, title, [p.text for _, p in rows])
             if asked:  # the table's first measure: the others are mostly its parts ("cars", "coaches" of traffic)
                 out += asked
