@@ -27,6 +27,8 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py housing --negatives 40       # bench/data/suggest/housing (10 documents)
     .venv/bin/python bench/suggest.py lexis --negatives 40         # bench/data/suggest/lexis (12 articles)
     .venv/bin/python bench/suggest.py airport --negatives 40       # bench/data/suggest/airport (10 documents)
+    .venv/bin/python bench/suggest.py ledger --negatives 40        # bench/data/suggest/ledger (12 articles)
+    .venv/bin/python bench/suggest.py libraries --negatives 40     # bench/data/suggest/libraries (10 documents)
 
 Each corpus is ingested once into bench/results/suggest_<name>/ under the default settings (then reused), and
 `ragpipe golden suggest` runs as a user runs it, in its own process (whole-process wall time). A sample of the
@@ -100,6 +102,8 @@ CORPORA = {
     # regional airport company
     "lexis": (JUDGED / "lexis", []),
     "airport": (JUDGED / "airport", []),
+    "ledger": (JUDGED / "ledger", []),
+    "libraries": (JUDGED / "libraries", []),
 }
 
 

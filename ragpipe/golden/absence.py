@@ -142,8 +142,9 @@ class Corpus:
 
     def search(self, c: Candidate, qualifier: str, within: Iterable[Sentence] | None = None) -> Evidence:
         """Does any sentence under `qualifier` answer what `c` asks: half of its words, or a value of the kind asked
-        for beside a quarter of them or beside every word of what the figure is of (`c.core`)? The closest three
-        are kept as evidence."""
+        for beside a quarter of them or beside every word of what the figure is of (`c.core`)? A figure stated for
+        every period ("55 new titles a year") answers each: half of the words, or, in the candidate's own document,
+        every word of what it is of. The closest three are kept as evidence."""
         pattern = forms(qualifier, c.qualifier.kind)
         naming = self.naming(pattern, c.qualifier.group, within, c.qualifier.kind)
         scored = sorted(((s, self.share(c.attribute, s.words)) for s in naming), key=lambda x: (-x[1], x[0].chunk_id))
@@ -153,7 +154,9 @@ class Corpus:
         if every is not None and within is None:
             for s in self.searched:  # "publishes about 55 titles a year": every year's
                 if every.search(s.text) and c.qualifier.group not in self.groups_of(s.text):
-                    if self.share(c.attribute, s.words) >= PAIRS and _states_alike(c.value, s.text):
+                    own = s.doc_id == c.sentence.doc_id and bool(core) and core <= _stems(s.words)  # "The press"
+                    told = own or self.share(c.attribute, s.words) >= PAIRS
+                    if told and _states_alike(c.value, s.text):
                         ev.answered_by = (s.chunk_id, s.text)
                         return ev
         for s, share in scored:

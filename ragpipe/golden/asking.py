@@ -281,12 +281,14 @@ def _pied_piped(prep: Any, wh: str) -> str:
 
 def _names_its_referent(subject: Any) -> bool:
     """The subject is a noun phrase that says what it is about: not a pronoun ("it", "they", "we") and not one that
-    points back ("its budget", "this plant")."""
+    points back ("its budget", "this plant", "the station's crew")."""
     words = [t for t in subject.subtree]
     if subject.pos_ == "PRON" or subject.lower_ in _REFERRING:
         return False
     if subject.lower_ in _GENERIC and all(t.i == subject.i or t.dep_ == "det" for t in words):
         return False  # "the figure", "the total": of what?
+    if any(t.dep_ == "poss" and t.pos_ == "NOUN" and any(d.lower_ == "the" for d in t.children) for t in words):
+        return False  # "the station's lifeboats": which station?
     return not any(t.lower_ in _REFERRING and t.dep_ in ("det", "poss") and t.head == subject for t in words)
 
 

@@ -62,6 +62,18 @@ def event_subject(text: str, value: tuple[int, int]) -> bool:
     return subject is not None and subject.lemma_.lower() in _EVENTS
 
 
+def decided(text: str, value: tuple[int, int]) -> bool:
+    """The value is what a named thing was set to, in the passive ("the Tenancy Sustainment Fund was increased to
+    £250,000"): a decision taken once, not a measure that changes by itself ("Arrears rose by £190,000") or an amount
+    paid ("£14,250 in surcharges was paid into the Community Fund", where the value is the subject)."""
+    verb = _verb_of(parse(text), value)
+    subject = _subject(verb) if verb is not None else None
+    if subject is None or subject.dep_ != "nsubjpass":
+        return False
+    phrase = list(subject.subtree)
+    return not any(value[0] <= t.idx < value[1] for t in phrase) and any(t.pos_ == "PROPN" for t in phrase)
+
+
 def core_words(text: str, value: tuple[int, int], qualifier: tuple[int, int]) -> str:
     """What the figure is of, in the sentence's words: the subject that the value is stated of ("Revenue for the
     first quarter of 2024 was $50.2 million": "Revenue"), or, where the value is the subject, what follows it in its

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ragpipe.golden.clauses import event_subject, governing_verb
+from ragpipe.golden.clauses import decided, event_subject, governing_verb
 from ragpipe.golden.near_miss import YEAR, Candidate, Sentence, Span, qualifiers
 from ragpipe.golden.titles import titled_sentence
 from ragpipe.reading import content_words
@@ -31,6 +31,7 @@ ONE_OFF_ACTS = frozenset(
     "approve appoint elect build construct inaugurate merge win donate grant raise borrow issue settle commission "
     "demolish rename adopt ratify enact introduce discover invent name hire succeed replace create form".split()
 )
+_PLACED = re.compile(r"\b(?:at|in|into|to|from|near|on)\s+(?:the\s+)?$", re.I)  # a name after it: where, not who
 _DAY_OF_EVENT = re.compile(r"\b(?:on|by)\s+(?:the\s+)?(?:(?:night|morning|evening|afternoon)\s+of\s+)?$", re.I)
 
 
@@ -71,14 +72,17 @@ def _same(attribute: frozenset[str], words: frozenset[str]) -> bool:
 
 def one_off(c: Candidate) -> bool:
     """A value stated of an event (its subject "the fire", "a breach"), of an act done once (a price, a name, a date
-    of an act in ONE_OFF_ACTS), or of the day something happened ("peaked ... on August 11, 2020"; a balance "at
+    of an act in ONE_OFF_ACTS; a named thing's amount set by a decision; where it was done), or of the day something happened ("peaked ... on August 11, 2020"; a balance "at
     March 31, 2022" is a period's)."""
     day = c.qualifier.kind == "month" and re.search(r"\d{1,2},? \d{4}|^\d{1,2} ", c.qualifier.text)
     if day and _DAY_OF_EVENT.search(c.sentence.text[: c.qualifier.start]):
         return True
     text = c.sentence.text
-    if event_subject(text, (c.value.start, c.value.end)):
-        return True  # "The fire destroyed 40 homes in 1921"
+    if c.value.kind not in MEASURES and _PLACED.search(text[: c.value.start]):
+        return True  # "was stationed at Carrigmore in 1998": where an act took place
+    set_once = c.value.kind in ("money", "percent") and decided(text, (c.value.start, c.value.end))
+    if set_once or event_subject(text, (c.value.start, c.value.end)):
+        return True  # "The fire destroyed 40 homes in 1921"; "the Tenancy Fund was increased to £250,000"
     return c.value.kind != "count" and governing_verb(text, c.value.start, c.value.end) in ONE_OFF_ACTS
 
 

@@ -113,6 +113,7 @@ def test_the_phrase_holding_the_value_is_asked_as_a_person_asks_it(
         ("Before the fire, the 2021 survey recorded 17 pairs of plover.", "17 pairs", "2021"),  # which fire?
         ("In 2023, only 78% were answered within ten working days.", "78%", "2023"),  # 78% of what?
         ("In 2023, stage 1 complaints rose by 29% to 512.", "29%", "2023"),  # the question would say 512
+        ("In 2023 the station's lifeboats were launched 41 times.", "41 times", "2023"),  # which station?
     ],
 )
 def test_no_question_where_the_parse_gives_none_a_person_would_read(text: str, value: str, qualifier: str) -> None:
@@ -186,11 +187,19 @@ def test_one_off_acts_and_days_of_events_are_no_series() -> None:
     for text in (
         "An air raid on the night of 14 October 1944 destroyed about 60% of the main building.",
         "The construction contract was awarded in February 2021 to Caldwell-Ferris for $212 million.",
+        "In 2022-23 the Tenancy Sustainment Fund was increased to \u00a3250,000.",  # a decision about a named fund
+        "An inshore lifeboat was stationed at Carrigmore in 1998 to deal with the growing number of incidents.",
     ):
         (c,) = candidates(_sentence(text))
         assert one_off(c), text
     (c,) = candidates(_sentence("Reservoir storage stood at 87 percent of capacity at March 31, 2023."))
     assert not one_off(c)  # a balance at a day is a period's
+    for text in (
+        "In 2022-23 the average weekly rent was increased to \u00a3104.20.",  # a measure, not a named thing
+        "In 2023 \u00a314,250 in surcharges was paid into the Fund.",  # the amount is the subject: a sum paid
+    ):
+        (c,) = candidates(_sentence(text))
+        assert not one_off(c), text
 
 
 def test_a_financial_year_is_one_period_and_a_duration_bound_no_value() -> None:

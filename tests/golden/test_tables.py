@@ -111,6 +111,25 @@ def test_a_period_per_row_is_a_measure_of_the_articles_subject_asked_after_its_l
     assert row_candidates([census], _chunks(census)) == []  # no title: of what?
 
 
+def test_a_row_is_answered_by_its_own_articles_figure_for_every_year_and_not_by_anothers() -> None:
+    docs = {
+        "press.md": "Osage Plains University Press\n\nThe press publishes around 55 new titles and 15 paperback "
+        "reprints a year.",
+        "zoo.md": "Aalstrup Zoo\n\nThe zoo covers 21 hectares.",
+        "spa.md": "Bad Kellweiler\n\nThe Therme itself receives about 420,000 visits a year.",
+    }
+    corpus = Corpus([s for d, t in docs.items() for s in sentences_of(d, d, t)], docs)
+    titles = {d: t.split("\n")[0] for d, t in docs.items()}
+    press = Table("press.md", ("Year", "New titles"), (("2022", "52"), ("2023", "55")))
+    zoo = Table("zoo.md", ("Year", "Visitors"), (("2022", "380,000"), ("2023", "412,000")))
+    (titles_row,) = row_candidates([press], _chunks(press), titles)
+    (visitors_row,) = row_candidates([zoo], _chunks(zoo), titles)
+    (said,) = [s for s in corpus.searched if s.doc_id == "press.md"]
+    assert corpus.share(titles_row.attribute, said.words) < 0.5  # "the press": most of the name is not there
+    assert not corpus.search(titles_row, "2025").absent  # "around 55 new titles ... a year", in its own article
+    assert corpus.search(visitors_row, "2021").absent  # another article's visits a year answer nothing
+
+
 def test_a_period_that_begins_after_this_year_is_never_asked_of() -> None:
     from ragpipe.evaluate.proposing import _to_come
 
