@@ -29,6 +29,9 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py airport --negatives 40       # bench/data/suggest/airport (10 documents)
     .venv/bin/python bench/suggest.py ledger --negatives 40        # bench/data/suggest/ledger (12 articles)
     .venv/bin/python bench/suggest.py libraries --negatives 40     # bench/data/suggest/libraries (10 documents)
+    .venv/bin/python bench/suggest.py folio --negatives 40         # bench/data/suggest/folio (12 articles)
+    .venv/bin/python bench/suggest.py schools --negatives 40       # bench/data/suggest/schools (10 documents)
+    .venv/bin/python bench/suggest.py waterways --negatives 40     # bench/data/suggest/waterways (10 documents)
 
 Each corpus is ingested once into bench/results/suggest_<name>/ under the default settings (then reused), and
 `ragpipe golden suggest` runs as a user runs it, in its own process (whole-process wall time). A sample of the
@@ -104,6 +107,9 @@ CORPORA = {
     "airport": (JUDGED / "airport", []),
     "ledger": (JUDGED / "ledger", []),
     "libraries": (JUDGED / "libraries", []),
+    "folio": (JUDGED / "folio", []),
+    "schools": (JUDGED / "schools", []),
+    "waterways": (JUDGED / "waterways", []),
 }
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator
 
 import duckdb
@@ -131,6 +131,7 @@ def _round_robin(by_doc: dict[str, list[Candidate]]) -> Iterator[Candidate]:
 
 
 UNNAMED = "negative: the question does not name what its document is about (an article's title)"
+TOPIC = 'negative: the article\'s title names a topic, not what a figure is of ("Tourism in ...")'
 ONE_OFF = "negative: a one-off statement, no series in the corpus (--kinds false-premise proposes it)"
 FAIR = {
     "versions": "a version recurs: the same statement asked of another release",
@@ -184,6 +185,9 @@ def _negative(
     if about and not about & c.attribute:  # "the 2024 edition" of which festival? (the question's words)
         dropped[UNNAMED] += 1
         return None
+    if c.of and corpus.topic(c.of):  # "how many arrivals did Tourism in Santa Irene have?"
+        dropped[TOPIC] += 1
+        return None
     change = c.qualifier.group == "changes"
     if change:
         sibs = change_siblings(c, notes, {v for k, vs in seen.items() if k.startswith("version:") for v in vs})
@@ -197,7 +201,7 @@ def _negative(
             if change:
                 asked = change_question(c, sib)
             elif c.label:
-                asked = row_question(c, sib, corpus.written_as_name(c.label.split()[0]))
+                asked = row_question(replace(c, of=corpus.as_written(c.of)), sib, corpus.written_as_name(c.label))
             else:
                 asked = corpus.common_case(question(c, sib))
             evidence = {

@@ -13,7 +13,7 @@ import duckdb
 
 from ragpipe.core import Log, no_log
 from ragpipe.embed import Embedder, load_embedder, open_store, open_table
-from ragpipe.evaluate.proposing import ONE_OFF, UNNAMED, Proposal, SuggestError, collect, read_corpus
+from ragpipe.evaluate.proposing import ONE_OFF, TOPIC, UNNAMED, Proposal, SuggestError, collect, read_corpus
 from ragpipe.golden import (
     FALSE_PREMISE,
     QUALIFIER_KINDS,
@@ -108,6 +108,7 @@ def suggest(
             ONE_OFF,
             "negative: a retrieved passage may answer it in other words",
             UNNAMED,
+            TOPIC,
             "positive: the corpus states another value elsewhere",
         ],
         0,

@@ -147,6 +147,8 @@ class Corpus:
         every word of what it is of. The closest three are kept as evidence."""
         pattern = forms(qualifier, c.qualifier.kind)
         naming = self.naming(pattern, c.qualifier.group, within, c.qualifier.kind)
+        if c.label:  # a table's row asks for its measure: a sentence that does not say it ("visitors") answers none
+            naming = [s for s in naming if _states_measure(c.core, s.words)]
         scored = sorted(((s, self.share(c.attribute, s.words)) for s in naming), key=lambda x: (-x[1], x[0].chunk_id))
         ev = Evidence(pattern.pattern, len(naming), [(s.chunk_id, s.text, share) for s, share in scored[:3]])
         core = _stems(c.core)
@@ -184,15 +186,40 @@ class Corpus:
                 words[i] = w.lower()
         return " ".join(words)
 
-    def written_as_name(self, word: str) -> bool:
-        """The corpus writes the word with a capital inside running text (after a word in lower case: "at Thornby")
-        and never in lower case: a name, whose capital a question keeps."""
+    def as_written(self, name: str) -> str:
+        """The name with "the" where the corpus mostly writes it so inside its sentences ("the Tarrowdale Courier";
+        "Northmoor Air" stays bare)."""
+        found = [m.group(1) for s in self.sentences for m in re.finditer(rf"(\w+)\W+{re.escape(name)}\b", s.text)]
+        definite = sum(w.lower() == "the" for w in found)
+        return f"the {name}" if name and definite > len(found) - definite else name
+
+    def written_as_name(self, label: str) -> bool:
+        """The corpus writes the label's first word with a capital inside running text (after a word in lower case:
+        "at Thornby") and never in lower case, or its first two words so ("the Record Office", though "a record" is
+        lower): a name, whose capital a question keeps."""
+        words = label.lower().split()
+        return any(self._cases().get(" ".join(words[:n])) == {True} for n in (1, 2) if len(words) >= n)
+
+    def topic(self, title: str) -> bool:
+        """The title names a topic in a place ("Tourism in Santa Irene", "Trams in Kravnice": words the corpus
+        writes in lower case inside running text, then "in"), not a thing a figure is of ("Jazz Oudeveld")."""
+        about = re.match(r"^(\w+)(?: \w+)? in [A-Z]", title)
+        return about is not None and False in self._cases().get(about.group(1).lower(), set())
+
+    def _cases(self) -> dict[str, set[bool]]:
+        """Each word (and pair of words) the corpus writes after a word in lower case: with a capital, without, or
+        both."""
         if self._named is None:
             self._named = {}
+            word = r"([^\W\d_]{2,})\b"
             for s in self.sentences:
-                for m in re.finditer(r"(?<=[a-z,] )([A-Za-z][a-z]+)\b", s.text):
-                    self._named.setdefault(m.group(1).lower(), set()).add(m.group(1)[0].isupper())
-        return self._named.get(word.lower()) == {True}
+                for m in re.finditer(rf"(?<=[a-z,] ){word}(?:(?= {word}))?", s.text):
+                    one, two = m.group(1), m.group(2)
+                    self._named.setdefault(one.lower(), set()).add(one[0].isupper())
+                    if two:
+                        pair = f"{one} {two}".lower()
+                        self._named.setdefault(pair, set()).add(one[0].isupper() and two[0].isupper())
+        return self._named
 
     def neighbours(self, chunk_ids: Iterable[str]) -> list[Sentence]:
         return [s for cid in chunk_ids for s in self.by_chunk.get(cid, [])]
@@ -213,6 +240,12 @@ class Corpus:
 
 def _stems(words: frozenset[str]) -> frozenset[str]:
     return frozenset(w if any(ch.isdigit() for ch in w) else w[:4] for w in words)
+
+
+def _states_measure(core: frozenset[str], words: frozenset[str]) -> bool:
+    """Half of the words of what a row measures ("Average weekly circulation"), one at least, are in the sentence."""
+    held = len(_stems(core) & _stems(words))
+    return held >= 1 and 2 * held >= len(core)
 
 
 def _states_alike(value: Span, text: str) -> bool:

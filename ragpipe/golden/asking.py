@@ -139,6 +139,8 @@ def _fronting(
     if len(auxes) == 1 and auxes[0].dep_ == "auxpass" and verb.lemma_ in _SET_AT and moved.lower_ == "at":
         gone |= {t.i for c in verb.children if c.dep_ == "agent" for t in c.subtree}  # "... by the trustees"
         return "what", auxes[0].text.lower(), {auxes[0].i: "", verb.i: ""}  # "were set at $79,460": "What were ..."
+    if moved.i != phrase.i and fronted.endswith(" what"):
+        return None  # "did particularly well at 612,800": "At what did ..." asks a place or a thing, not the figure
     if len(auxes) == 1 and auxes[0].lemma_ == "have" and verb.tag_ == "VBN" and auxes[0].tag_ == "VBD":
         return fronted, "did", {auxes[0].i: "", verb.i: verb.lemma_}  # "had contributed": "did ... contribute"
     if auxes:  # "has been reached" -> "has ... been reached"

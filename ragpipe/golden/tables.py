@@ -192,7 +192,7 @@ def row_candidates(
         if periods:
             out += _row(table, chunks, periods[0][0], periods[0][1], [p.text for _, p in periods])
         rows, columns = period_rows(table)
-        title = re.sub(r"^#+\s*", "", (titles or {}).get(table.doc_id, "")).strip()
+        title = re.sub(r"^#+\s*|\s*\([^)]*\)$", "", (titles or {}).get(table.doc_id, "").strip())  # "(ski resort)"
         if not rows or not title:
             continue
         last, period = max(rows, key=lambda r: r[1].text)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import json
+from dataclasses import replace
 
 from ragpipe.golden import (
     Corpus,
@@ -76,6 +77,9 @@ def test_a_capital_is_a_names_where_the_corpus_writes_it_so_inside_running_text(
     docs = {"d.md": "Fares\n\nThe 4 Fare revenue lines rose at Thornby and Kelby. The fare revenue of Thornby rose."}
     corpus = Corpus([s for d, t in docs.items() for s in sentences_of(d, d, t)], docs)
     assert corpus.written_as_name("Thornby") and not corpus.written_as_name("Fare")
+    docs = {"d.md": "Archives\n\nEnquiries at the Record Office rose to a record 40."}
+    corpus = Corpus([s for d, t in docs.items() for s in sentences_of(d, d, t)], docs)
+    assert corpus.written_as_name("Record Office enquiries") and not corpus.written_as_name("Record loans")
 
 
 def test_rows_of_kinds_are_counts_of_each_kind_and_a_table_is_asked_a_few_rows_at_most() -> None:
@@ -128,6 +132,33 @@ def test_a_row_is_answered_by_its_own_articles_figure_for_every_year_and_not_by_
     assert corpus.share(titles_row.attribute, said.words) < 0.5  # "the press": most of the name is not there
     assert not corpus.search(titles_row, "2025").absent  # "around 55 new titles ... a year", in its own article
     assert corpus.search(visitors_row, "2021").absent  # another article's visits a year answer nothing
+
+
+def test_a_row_is_answered_only_by_a_sentence_that_says_its_measure_and_names_the_subject_as_written() -> None:
+    docs = {
+        "museum.md": "Greythwaite Lead Mining Museum\n\nThe Greythwaite Lead Mining Museum opened a new gallery in "
+        "2024. Visitors to the Greythwaite Lead Mining Museum can tour the mine.",
+        "air.md": "Northmoor Air\n\nNorthmoor Air flew to 11 destinations in 2024.",
+    }
+    corpus = Corpus([s for d, t in docs.items() for s in sentences_of(d, d, t)], docs)
+    titles = {d: t.split("\n")[0] for d, t in docs.items()}
+    museum = Table("museum.md", ("Year", "Visitors"), (("2022", "41,300"), ("2023", "45,900")))
+    (row,) = row_candidates([museum], _chunks(museum), titles)
+    assert corpus.search(row, "2024").absent  # the gallery's sentence names the museum and 2024, not its visitors
+    said = {**docs, "museum.md": docs["museum.md"] + " In 2024 the museum had 48,200 visitors."}
+    corpus_said = Corpus([s for d, t in said.items() for s in sentences_of(d, d, t)], said)
+    assert not corpus_said.search(row, "2024").absent
+    assert corpus.as_written("Greythwaite Lead Mining Museum") == "the Greythwaite Lead Mining Museum"
+    assert corpus.as_written("Northmoor Air") == "Northmoor Air"
+    topics = {"t.md": "Tourism in Santa Irene\n\nThe island lives from tourism and fishing. Hořenov has a glassworks."}
+    corpus_topics = Corpus([s for d, t in topics.items() for s in sentences_of(d, d, t)], topics)
+    assert corpus_topics.topic("Tourism in Santa Irene") and not corpus_topics.topic("Hořenov Glassworks")
+    resort = Table("r.md", ("Season", "Skier days"), (("2021–22", "412,000"), ("2022–23", "455,000")))
+    (skiing,) = row_candidates([resort], _chunks(resort), {"r.md": "# Altenbrunn (ski resort)"})
+    assert skiing.of == "Altenbrunn"  # a title's disambiguation is no part of the name
+    assert "did the Greythwaite Lead Mining Museum have?" in row_question(
+        replace(row, of=corpus.as_written(row.of)), "2025"
+    )
 
 
 def test_a_period_that_begins_after_this_year_is_never_asked_of() -> None:
