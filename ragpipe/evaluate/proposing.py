@@ -106,7 +106,7 @@ def _pool(corpus: Corpus, notes: Notes, kinds: Iterable[str], taken: set[str]) -
     by_doc: dict[str, list[Candidate]] = {}
     for s in corpus.sentences:
         if s.text not in taken:
-            period = corpus.periods.get(s.doc_id)
+            period = corpus.titled(s.doc_id)
             titled = titled_spans(s.text, period) if period and "periods" in groups else []
             by_doc.setdefault(s.doc_id, []).extend(candidates(s, groups, titled))
     for c in corpus.rows if "periods" in kinds else []:  # a table's rows, asked by a template

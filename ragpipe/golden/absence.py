@@ -12,7 +12,7 @@ from typing import Iterable
 from ragpipe.core import normalize_text
 from ragpipe.golden.alternatives import forms, shift_year
 from ragpipe.golden.near_miss import _ORDINALS, Candidate, Sentence, Span, qualifiers, values
-from ragpipe.golden.titles import document_period
+from ragpipe.golden.titles import document_period, document_title, termly
 
 PAIRS = 0.5  # a sentence under the qualifier holding this share of the attribute (by rarity) may answer it
 PAIRS_WITH_VALUE = 0.25  # ... or this share, when it states a value of the kind asked for
@@ -73,7 +73,9 @@ class Corpus:
         self.rows: list[Candidate] = []  # its tables' measures (tables.row_candidates): questions made of them
         self.documents = documents  # doc id -> its text as chunked (the path is part of what names a qualifier)
         self.titles = {d: next((ln for ln in text.splitlines() if ln.strip()), "") for d, text in documents.items()}
-        self.periods = {d: p for d, t in self.titles.items() if (p := document_period(t)) is not None}  # by title
+        self.periods = {  # by title, or by the heading under an organisation's name (`titled` tells them apart)
+            d: p for d, text in documents.items() if (p := document_period(document_title(text), text)) is not None
+        }
         self.by_chunk: dict[str, list[Sentence]] = {}
         self.df: dict[str, int] = {}
         self._groups: dict[str, frozenset[str]] = {}
@@ -185,6 +187,13 @@ class Corpus:
             if w[:1].isupper() and w[1:].islower() and self._cased.get(key) == {False}:
                 words[i] = w.lower()
         return " ".join(words)
+
+    def titled(self, doc_id: str) -> Span | None:
+        """The period a document's first line names, where its undated figures are asked of another period: not a
+        heading under an organisation's name (its undated sentences are as often the organisation's as the
+        period's), not a school's term ("in the term" is no year)."""
+        title = self.titles.get(doc_id, "")
+        return self.periods.get(doc_id) if document_period(title) is not None and not termly(title) else None
 
     def as_written(self, name: str) -> str:
         """The name with "the" where the corpus mostly writes it so inside its sentences ("the Tarrowdale Courier";

@@ -23,7 +23,7 @@ _REFERRING = _POINTING | {"its", "their", "our", "his", "her"}
 _NAMES = {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE"}
 _PRONOUNS = {"it", "they", "them", "he", "she", "him", "her", "this", "these", "those"}
 _LEVELS = {"reach", "rise", "fall", "climb", "drop", "increase", "decrease", "grow", "decline", "total", "average"}
-_LEVELS |= {"stand", "amount", "come", "hit"}
+_LEVELS |= {"stand", "amount", "come", "hit", "double", "treble", "triple", "halve"}
 _SET_AT = {"set", "fix", "estimate", "value", "put", "price", "cap"}  # "were set at $79,460": a level
 _GENERIC = {"figure", "number", "total", "rate", "share", "proportion", "amount", "level", "result", "score", "value"}
 _BREAKS = (",", ";", ":", "(", "-", "\u2013", "\u2014")  # what ends a phrase or a clause ("-" only spaced)
@@ -291,6 +291,8 @@ def _names_its_referent(subject: Any) -> bool:
         return False  # "the figure", "the total": of what?
     if any(t.dep_ == "poss" and t.pos_ == "NOUN" and any(d.lower_ == "the" for d in t.children) for t in words):
         return False  # "the station's lifeboats": which station?
+    if any(t.text in (":", "-", "\u2013", "\u2014") and doc_spaced(t) for t in words):
+        return False  # "Improving - Diagnostic waits": a heading run into its list item
     return not any(t.lower_ in _REFERRING and t.dep_ in ("det", "poss") and t.head == subject for t in words)
 
 

@@ -334,6 +334,8 @@ def question(c: Candidate, new_qualifier: str | None = None) -> str:
     titled = text[q.start : q.end] != q.text  # "the quarter", or nothing: the title's period
     shown = f"the {new}" if titled and q.kind == "quarter" else new  # "during the second quarter of 2023"
     built = wh_question(text, Asked((v_start, v.end), wh, (q.start, q.end), shown))
+    if built and re.search(rf"\b{re.escape(shown)},? (?:and|or) ", built):
+        built = None  # "during 2020/21 and development work": the parse joined the period to the next clause
     if built and q.start == q.end:  # asked before the question
         built = f"In {shown}, {built[:1].lower()}{built[1:]}"
     if built or q.group == "periods":

@@ -26,6 +26,8 @@ _TIMED = re.compile(
 )
 
 
+_YEAR_ENDED = re.compile(rf"\byear (?:ended|ending|to) (?:\d{{1,2}} )?({'|'.join(_MONTHS)}),? ({_YEAR})\b", re.I)
+_TERM = re.compile(r"\b(?:spring|summer|autumn|winter|michaelmas|lent|easter) (?:half[- ])?term\b", re.I)
 _SAID = {"quarter": ("quarter", "q"), "year": ("year", "fy", "split"), "month": ("month",)}
 
 
@@ -50,15 +52,40 @@ def titled_sentence(text: str, period: Span) -> bool:
     return bool(titled_spans(text, period))
 
 
-def document_period(title: str) -> Span | None:
+def document_title(text: str) -> str:
+    """A document's first line, and the line after it where the first names no period and the second is a heading
+    that does ("Fenmoor Learning Trust" above "Trustees' Annual Report for the year ended 31 August 2022")."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()][:2]
+    if len(lines) < 2 or document_period(lines[0]) is not None:
+        return lines[0] if lines else ""
+    heading = len(lines[1].split()) <= 15 and not lines[1].endswith((".", ":"))
+    return f"{lines[0]}: {lines[1]}" if heading and document_period(lines[1]) is not None else lines[0]
+
+
+def termly(title: str) -> bool:
+    """The title names a school's term ("Autumn Term 2022"): its year says where the figures stand, but "in the
+    term" is no year, so none of its figures is asked of another year."""
+    return _TERM.search(title) is not None
+
+
+def document_period(title: str, text: str = "") -> Span | None:
     """The period a document's title names, a quarter first ("Performance Report - Q3 2022/23 (October-December
     2022)" is the organisation's Q3, not the calendar's fourth), written as in a sentence ("first quarter of 2023");
-    a range of three months alone is that calendar quarter ("Report: January-March 2023"). A day is the document's
-    date ("Meeting of 15 March 2023"), not a period its figures are for."""
+    a range of three months alone is that calendar quarter ("Report: January-March 2023"); a year that ends on a day
+    is its financial year ("for the year ended 31 August 2022" is 2021-22, written as `text` writes one; "ended 31
+    December 2022" is 2022). A day is the document's date ("Meeting of 15 March 2023"), not a period its figures
+    are for."""
+    ended = _YEAR_ENDED.search(title)
+    if ended:
+        end = int(ended.group(2))
+        written = re.search(r"\b20\d\d([/-])\d\d\b", text)
+        calendar = ended.group(1).lower() == "december"
+        split = f"{end - 1}{written.group(1) if written else '/'}{end % 100:02d}"
+        return Span("year", str(end), 0, 4, "periods") if calendar else Span("split", split, 0, len(split), "periods")
     numbered = re.search(rf"\bQuarter ([1-4]),? ({_FYEAR})\b", title)  # "Digest - Quarter 3 2023/24"
     if numbered:
-        text = f"Q{numbered.group(1)} {numbered.group(2)}"
-        return Span("q", text, 0, len(text), "periods")
+        said = f"Q{numbered.group(1)} {numbered.group(2)}"
+        return Span("q", said, 0, len(said), "periods")
     found = qualifiers(title, ("periods",))
     quarter = next((q for q in found if q.kind in ("quarter", "q")), None)
     if quarter is not None and quarter.kind == "quarter":

@@ -11,7 +11,7 @@ from ragpipe.golden.asking import Asked, wh_question
 from ragpipe.golden.clauses import said_of
 from ragpipe.golden.near_miss import Candidate, Sentence, Span, passages_of, qualifiers
 from ragpipe.golden.series import one_off
-from ragpipe.golden.titles import document_period, titled_spans
+from ragpipe.golden.titles import document_period, document_title, titled_spans
 from ragpipe.reading import content_words
 
 
@@ -115,6 +115,7 @@ def test_the_phrase_holding_the_value_is_asked_as_a_person_asks_it(
         ("In 2023, stage 1 complaints rose by 29% to 512.", "29%", "2023"),  # the question would say 512
         ("In 2023 the station's lifeboats were launched 41 times.", "41 times", "2023"),  # which station?
         ("In 2021, children's loans did particularly well at 612,800.", "612,800", "2021"),  # "At what did ..."
+        ("In 2023, Improving - Diagnostic waits fell to 14.2% over six weeks.", "14.2%", "2023"),  # a heading run in
     ],
 )
 def test_no_question_where_the_parse_gives_none_a_person_would_read(text: str, value: str, qualifier: str) -> None:
@@ -151,6 +152,28 @@ def test_a_documents_title_names_the_period_of_its_unqualified_figures() -> None
         question(c, "first quarter of 2024")
         == "How many trainee operators did AMT hire during the first quarter of 2024?"
     )
+
+
+def test_a_year_ended_on_a_day_is_its_financial_year_and_a_heading_under_an_organisations_name_is_read() -> None:
+    text = "Fenmoor Learning Trust\n\nTrustees' Annual Report for the year ended 31 August 2022\n\nIn 2021-22 ..."
+    title = document_title(text)
+    assert title == "Fenmoor Learning Trust: Trustees' Annual Report for the year ended 31 August 2022"
+    assert document_period(title, text).text == "2021-22"  # type: ignore[union-attr]  # written as the text writes it
+    assert document_period("Annual report for the year to 31 March 2023").text == "2022/23"  # type: ignore[union-attr]
+    assert document_period("Accounts for the year ended 31 December 2022").text == "2022"  # type: ignore[union-attr]
+    article = "Aalstrup Zoo\n\nAalstrup Zoo is a zoological garden founded in 1934."
+    assert document_title(article) == "Aalstrup Zoo"  # a paragraph under the title is no heading
+    docs = {"trust.md": text, "term.md": "Autumn Term 2022 Report\n\nPupils on roll rose to 4,069 in the term."}
+    corpus = Corpus([s for d, t in docs.items() for s in sentences_of(d, d, t)], docs)
+    assert corpus.periods["trust.md"].text == "2021-22" and corpus.titled("trust.md") is None  # read, not asked
+    assert corpus.periods["term.md"].text == "2022" and corpus.titled("term.md") is None  # a term is no year
+    period = document_period("Annual Report 2022/23")
+    (c,) = _titled("Energy costs almost doubled, to \u00a31.14m, even after government relief.", period)
+    assert question(c, "2021/22") == "In 2021/22, what were energy costs?"  # a level: what they were
+    joined = (
+        "The first \u00a31.62 million of the grant was received during the year and development work is well under way."
+    )
+    assert _titled(joined, period) == []  # not "How much ... was received during 2021/22 and development work?"
 
 
 def test_a_quarterly_reports_figures_answer_only_its_own_quarter_and_tables_are_searched() -> None:
