@@ -32,6 +32,11 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py folio --negatives 40         # bench/data/suggest/folio (12 articles)
     .venv/bin/python bench/suggest.py schools --negatives 40       # bench/data/suggest/schools (10 documents)
     .venv/bin/python bench/suggest.py waterways --negatives 40     # bench/data/suggest/waterways (10 documents)
+    .venv/bin/python bench/suggest.py cyclopedia --negatives 40    # bench/data/suggest/cyclopedia (12 articles)
+    .venv/bin/python bench/suggest.py arts --negatives 40          # bench/data/suggest/arts (10 documents)
+    .venv/bin/python bench/suggest.py recycling --negatives 40     # bench/data/suggest/recycling (10 documents)
+    .venv/bin/python bench/suggest.py omnibus --negatives 40       # bench/data/suggest/omnibus (12 articles)
+    .venv/bin/python bench/suggest.py ambulance --negatives 40     # bench/data/suggest/ambulance (10 documents)
 
 Each corpus is ingested once into bench/results/suggest_<name>/ under the default settings (then reused), and
 `ragpipe golden suggest` runs as a user runs it, in its own process (whole-process wall time). A sample of the
@@ -110,6 +115,11 @@ CORPORA = {
     "folio": (JUDGED / "folio", []),
     "schools": (JUDGED / "schools", []),
     "waterways": (JUDGED / "waterways", []),
+    "cyclopedia": (JUDGED / "cyclopedia", []),
+    "arts": (JUDGED / "arts", []),
+    "recycling": (JUDGED / "recycling", []),
+    "omnibus": (JUDGED / "omnibus", []),
+    "ambulance": (JUDGED / "ambulance", []),
 }
 
 

@@ -204,6 +204,8 @@ def _negative(
                 asked = row_question(replace(c, of=corpus.as_written(c.of)), sib, corpus.written_as_name(c.label))
             else:
                 asked = corpus.common_case(question(c, sib))
+            if not asked:  # the parse gives no question of this period ("how much do ... cost in 2019/20?")
+                continue
             evidence = {
                 "search": f"every sentence of {len(corpus.documents)} documents for {sib!r} (pattern {ev.pattern})",
                 "naming": ev.naming,

@@ -30,6 +30,7 @@ _EVERY = {  # "a quarterly dividend", "the monthly report" name no figure of eve
     "quarter": re.compile(rf"\b(?:a|each|every|per) quarter\b{_NOT_AGO}", re.I),
     "month": re.compile(rf"\b(?:a|each|every|per) month\b{_NOT_AGO}", re.I),
 }
+_CUMULATIVE = re.compile(r"\b(?:to date|half[- ]year|first half|(?:six|nine) months (?:to|ended|ending))\b", re.I)
 _QUARTER_BEFORE = re.compile(r"\bQ([1-4]) (?:of )?last year\b", re.I)
 
 
@@ -153,6 +154,11 @@ class Corpus:
             naming = [s for s in naming if _states_measure(c.core, s.words)]
         scored = sorted(((s, self.share(c.attribute, s.words)) for s in naming), key=lambda x: (-x[1], x[0].chunk_id))
         ev = Evidence(pattern.pattern, len(naming), [(s.chunk_id, s.text, share) for s, share in scored[:3]])
+        if c.label and c.qualifier.kind in ("quarter", "q") and c.value.kind in ("count", "money"):  # Q1 = YTD - Q2
+            summed = next((s for s in self.searched if self._summed(c, s)), None)
+            if summed is not None:
+                ev.answered_by = (summed.chunk_id, summed.text)
+                return ev
         core = _stems(c.core)
         every = _EVERY.get(_FAMILY.get(c.qualifier.kind, c.qualifier.kind))
         if every is not None and within is None:
@@ -187,6 +193,13 @@ class Corpus:
             if w[:1].isupper() and w[1:].islower() and self._cased.get(key) == {False}:
                 words[i] = w.lower()
         return " ".join(words)
+
+    def _summed(self, c: Candidate, s: Sentence) -> bool:
+        """Another line states the row's measure in a document that sums quarters ("Year to date (1 April to 30
+        September)", "half-year"): one quarter is the sum less the others, so no quarter of it is unanswerable."""
+        if s.text == c.sentence.text or not _states_measure(c.core, s.words):
+            return False
+        return bool(_CUMULATIVE.search(self.documents.get(s.doc_id, "")))
 
     def titled(self, doc_id: str) -> Span | None:
         """The period a document's first line names, where its undated figures are asked of another period: not a

@@ -9,6 +9,7 @@ garbled one."""
 
 from __future__ import annotations
 
+import datetime
 import functools
 import re
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ _PART_OF = {"contribute", "account", "represent", "comprise", "constitute", "mak
 _HELD = {"remain", "stay"}  # "remained at £7.42 million": the period before had it too, by the word itself
 _BOUNDS = {"before", "after", "following", "since", "until", "till"}  # "Before the fire, ...": of which fire?
 _CAUSES = {"because", "despite", "due", "owing", "thanks"}  # a reason given after the figure: no part of the question
+_LIMIT = re.compile(r"\b(?:up to|at most|no more than|a maximum of|as (?:much|many) as)\s+$", re.I)
 _LEADING = re.compile(r"^(?:however|also|additionally|meanwhile|overall|notably|similarly|likewise|finally)$", re.I)
 
 
@@ -74,6 +76,8 @@ def wh_question(text: str, asked: Asked) -> str | None:
     if not value:
         return None
     phrase = _head(value)
+    if _LIMIT.search(text[: asked.value[0]]):
+        return None  # "cover up to 100% of youth fees", "took up to 60 cm": a limit, not what the period measured
     if phrase.dep_ in ("nummod", "quantmod", "compound", "amod", "nmod", "poss"):
         return None  # "the $6.1 million project": the value modifies another word, asking it garbles the phrase
     if any(t.lower_ == "of" and _holds(t, asked.qualifier) for t in phrase.subtree if t.dep_ == "prep"):
@@ -127,6 +131,8 @@ def _fronting(
     """The question words, the verb that goes before the subject, and what the clause's verbs become; `gone` grows by
     what a level question drops. None where the verb cannot be fronted."""
     auxes = [c for c in verb.children if c.dep_ in ("aux", "auxpass") and c.i < verb.i]
+    if not auxes and verb.tag_ in ("VBZ", "VBP") and _past(asked.new_qualifier):
+        return None  # "collections cost £30": a standing rule, and "how much do ... cost in 2019/20?" reads wrong
     counted = asked.wh.startswith("how many ")  # "averaged 14,000 boardings": the line is no level, its boardings are
     plain = moved.i != phrase.i or fronted == asked.wh and not counted
     level = _level(verb, moved, phrase, subject) if not auxes and plain else ""
@@ -139,8 +145,8 @@ def _fronting(
     if len(auxes) == 1 and auxes[0].dep_ == "auxpass" and verb.lemma_ in _SET_AT and moved.lower_ == "at":
         gone |= {t.i for c in verb.children if c.dep_ == "agent" for t in c.subtree}  # "... by the trustees"
         return "what", auxes[0].text.lower(), {auxes[0].i: "", verb.i: ""}  # "were set at $79,460": "What were ..."
-    if moved.i != phrase.i and fronted.endswith(" what"):
-        return None  # "did particularly well at 612,800": "At what did ..." asks a place or a thing, not the figure
+    if moved.i != phrase.i and (fronted.endswith(" what") or moved.lower_ == "with"):
+        return None  # "did particularly well at 612,800": "At what did ..."; "ran ..., with 410 places taken"
     if len(auxes) == 1 and auxes[0].lemma_ == "have" and verb.tag_ == "VBN" and auxes[0].tag_ == "VBD":
         return fronted, "did", {auxes[0].i: "", verb.i: verb.lemma_}  # "had contributed": "did ... contribute"
     if auxes:  # "has been reached" -> "has ... been reached"
@@ -150,6 +156,13 @@ def _fronting(
     if verb.tag_ in _DO:  # "reached" -> "did ... reach"
         return fronted, _DO[verb.tag_], {verb.i: verb.lemma_}
     return None
+
+
+def _past(period: str) -> bool:
+    """The period ended before this year began (its last year is earlier): a question of it is in the past tense."""
+    found = re.findall(r"\b((?:19|20)\d\d)(?:[/-](\d\d)\b)?", period)
+    ends = [int(y) + (int(e) - int(y)) % 100 if e else int(y) for y, e in found]  # "2025/26" ends in 2026
+    return bool(ends) and max(ends) < datetime.date.today().year
 
 
 def _level(verb: Any, moved: Any, phrase: Any, subject: Any) -> str:

@@ -56,10 +56,11 @@ def _inside_other_phrase(doc: Any, verb: Any, value: tuple[int, int], qualifier:
 
 def event_subject(text: str, value: tuple[int, int]) -> bool:
     """The value is stated of an event ("A breach of the embankment ... drained 3 miles", "The fire destroyed 40
-    homes"): what happened once, not a measure of its period."""
+    homes"), or its clause names one ("includes £310,000 from insurers for the fire"): what happened once, not a
+    measure of its period."""
     verb = _verb_of(parse(text), value)
-    subject = _subject(verb) if verb is not None else None
-    return subject is not None and subject.lemma_.lower() in _EVENTS
+    events = [t for t in verb.subtree if t.lemma_.lower() in _EVENTS] if verb is not None else []
+    return any(t.pos_ == "NOUN" and t.dep_ != "compound" for t in events)  # not "fire alarms", "Fire Control"
 
 
 def decided(text: str, value: tuple[int, int]) -> bool:

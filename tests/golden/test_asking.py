@@ -116,10 +116,21 @@ def test_the_phrase_holding_the_value_is_asked_as_a_person_asks_it(
         ("In 2023 the station's lifeboats were launched 41 times.", "41 times", "2023"),  # which station?
         ("In 2021, children's loans did particularly well at 612,800.", "612,800", "2021"),  # "At what did ..."
         ("In 2023, Improving - Diagnostic waits fell to 14.2% over six weeks.", "14.2%", "2023"),  # a heading run in
+        ("In 2023, bursaries covered up to 100% of youth fees.", "100%", "2023"),  # a limit, not a measure
+        ("In 2023, the summer school ran for four weeks, with 410 places taken.", "410 places", "2023"),  # "With how"
+        ("In 2023 bulky waste collections cost \u00a330 for up to three items.", "\u00a330", "2023"),  # "do ... cost"
     ],
 )
 def test_no_question_where_the_parse_gives_none_a_person_would_read(text: str, value: str, qualifier: str) -> None:
     assert _ask(text, value, "what", qualifier, "2021") is None
+
+
+def test_a_standing_rule_in_the_present_is_asked_only_of_a_period_not_yet_over() -> None:
+    text = "In 2025/26, fees for international students rise by about 4% for new entrants."
+    assert _ask(text, "4%", "what percentage", "2025/26", "2087/88") == (
+        "In 2087/88, by what percentage do fees for international students rise for new entrants?"
+    )
+    assert _ask(text, "4%", "what percentage", "2025/26", "2021/22") is None  # "do ... rise in 2021/22?"
 
 
 def test_a_qualifier_of_another_clause_is_not_said_of_the_value() -> None:
@@ -213,6 +224,7 @@ def test_one_off_acts_and_days_of_events_are_no_series() -> None:
         "The construction contract was awarded in February 2021 to Caldwell-Ferris for $212 million.",
         "In 2022-23 the Tenancy Sustainment Fund was increased to \u00a3250,000.",  # a decision about a named fund
         "In 1998 the company moved its headquarters to Leeds.",  # where an act was done
+        "In 2023, the trust received \u00a3310,000 from insurers for the fire.",  # the clause names an event
     ):
         (c,) = candidates(_sentence(text))
         assert one_off(c), text

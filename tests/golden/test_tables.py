@@ -161,6 +161,16 @@ def test_a_row_is_answered_only_by_a_sentence_that_says_its_measure_and_names_th
     )
 
 
+def test_a_quarter_is_answered_where_its_report_sums_the_quarters_to_date() -> None:
+    quarter = Table("q2.md", ("Measure", "Q2 2023/24", "Q2 2022/23"), (("Cinema admissions", "22,600", "19,300"),))
+    (row,) = row_candidates([quarter], _chunks(quarter))
+    summed = "Board report\n\nYear to date (1 April to 30 September)\n\nCinema admissions 40,800 36,900"
+    for text, absent in ((summed, False), (summed.replace("Year to date", "Notes"), True)):
+        docs = {"q2.md": text}
+        corpus = Corpus([s for d, t in docs.items() for s in sentences_of("ch_2", d, t)], docs)
+        assert corpus.search(row, "Q1 2023/24").absent is absent  # 40,800 less 22,600, where the text sums them
+
+
 def test_a_period_that_begins_after_this_year_is_never_asked_of() -> None:
     from ragpipe.evaluate.proposing import _to_come
 
