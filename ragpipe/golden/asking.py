@@ -109,6 +109,9 @@ def wh_question(text: str, asked: Asked) -> str | None:
         return None  # "Only 78% were answered within ten working days": a share of what?
     if _another_figure(verb, moved, asked):
         return None  # "rose by 29% to 512": asked by how much, the question would carry the trap's 512
+    present = verb.tag_ in ("VBZ", "VBP") and not any(c.dep_ in ("aux", "auxpass") for c in verb.children)
+    if present and _past(asked.new_qualifier):
+        return None  # "collections cost £30", "hours ... are equivalent to": "do ... cost in 2019/20?" reads wrong
     gone = {t.i for t in moved.subtree} - _held(moved, asked)
     if phrase.dep_ in _SUBJECTS:  # a place or a person that is the subject: "What was relegated ...", "Who ..."
         wh = {"where": "what", "whom": "who"}.get(wh, wh)
@@ -131,8 +134,6 @@ def _fronting(
     """The question words, the verb that goes before the subject, and what the clause's verbs become; `gone` grows by
     what a level question drops. None where the verb cannot be fronted."""
     auxes = [c for c in verb.children if c.dep_ in ("aux", "auxpass") and c.i < verb.i]
-    if not auxes and verb.tag_ in ("VBZ", "VBP") and _past(asked.new_qualifier):
-        return None  # "collections cost £30": a standing rule, and "how much do ... cost in 2019/20?" reads wrong
     counted = asked.wh.startswith("how many ")  # "averaged 14,000 boardings": the line is no level, its boardings are
     plain = moved.i != phrase.i or fronted == asked.wh and not counted
     level = _level(verb, moved, phrase, subject) if not auxes and plain else ""

@@ -131,6 +131,8 @@ def test_a_standing_rule_in_the_present_is_asked_only_of_a_period_not_yet_over()
         "In 2087/88, by what percentage do fees for international students rise for new entrants?"
     )
     assert _ask(text, "4%", "what percentage", "2025/26", "2021/22") is None  # "do ... rise in 2021/22?"
+    hours = "In 2023/24, the 163,900 hours lost at hospitals are equivalent to about 13,700 ambulance shifts."
+    assert _ask(hours, "163,900 hours", "how many hours", "2023/24", "2021/22") is None  # a subject in the present too
 
 
 def test_a_qualifier_of_another_clause_is_not_said_of_the_value() -> None:
