@@ -54,7 +54,7 @@ def _inside_other_phrase(doc: Any, verb: Any, value: tuple[int, int], qualifier:
     return False
 
 
-def event_subject(text: str, value: tuple[int, int]) -> bool:
+def names_event(text: str, value: tuple[int, int]) -> bool:
     """The value is stated of an event ("A breach of the embankment ... drained 3 miles", "The fire destroyed 40
     homes"), or its clause names one ("includes £310,000 from insurers for the fire"): what happened once, not a
     measure of its period."""

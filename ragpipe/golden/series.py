@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ragpipe.golden.clauses import decided, event_subject, governing_verb
+from ragpipe.golden.clauses import decided, governing_verb, names_event
 from ragpipe.golden.near_miss import YEAR, Candidate, Sentence, Span, qualifiers
 from ragpipe.golden.titles import titled_sentence
 from ragpipe.reading import content_words
@@ -71,9 +71,10 @@ def _same(attribute: frozenset[str], words: frozenset[str]) -> bool:
 
 
 def one_off(c: Candidate) -> bool:
-    """A value stated of an event (its subject "the fire", "a breach"), of an act done once (a price, a name, a date
-    of an act in ONE_OFF_ACTS; a named thing's amount set by a decision; where it was done), or of the day something happened ("peaked ... on August 11, 2020"; a balance "at
-    March 31, 2022" is a period's)."""
+    """A value stated of an event (its subject "the fire", "a breach", or an event its clause names), of an act done
+    once (a price, a name, a date of an act in ONE_OFF_ACTS; a named thing's amount set by a decision; where it was
+    done), or of the day something happened ("peaked ... on August 11, 2020"; a balance "at March 31, 2022" is a
+    period's)."""
     day = c.qualifier.kind == "month" and re.search(r"\d{1,2},? \d{4}|^\d{1,2} ", c.qualifier.text)
     if day and _DAY_OF_EVENT.search(c.sentence.text[: c.qualifier.start]):
         return True
@@ -81,7 +82,7 @@ def one_off(c: Candidate) -> bool:
     if c.value.kind not in MEASURES and _PLACED.search(text[: c.value.start]):
         return True  # "was stationed at Carrigmore in 1998": where an act took place
     set_once = c.value.kind in ("money", "percent") and decided(text, (c.value.start, c.value.end))
-    if set_once or event_subject(text, (c.value.start, c.value.end)):
+    if set_once or names_event(text, (c.value.start, c.value.end)):
         return True  # "The fire destroyed 40 homes in 1921"; "the Tenancy Fund was increased to £250,000"
     return c.value.kind != "count" and governing_verb(text, c.value.start, c.value.end) in ONE_OFF_ACTS
 
