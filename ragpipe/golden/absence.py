@@ -77,6 +77,11 @@ class Corpus:
         self.periods = {  # by title, or by the heading under an organisation's name (`titled` tells them apart)
             d: p for d, text in documents.items() if (p := document_period(document_title(text), text)) is not None
         }
+        self._titled = {  # a first line's period, not a term's: where undated figures are asked of another period
+            d: p
+            for d, p in self.periods.items()
+            if document_period(self.titles[d]) is not None and not termly(self.titles[d])
+        }
         self.by_chunk: dict[str, list[Sentence]] = {}
         self.df: dict[str, int] = {}
         self._groups: dict[str, frozenset[str]] = {}
@@ -205,8 +210,7 @@ class Corpus:
         """The period a document's first line names, where its undated figures are asked of another period: not a
         heading under an organisation's name (its undated sentences are as often the organisation's as the
         period's), not a school's term ("in the term" is no year)."""
-        title = self.titles.get(doc_id, "")
-        return self.periods.get(doc_id) if document_period(title) is not None and not termly(title) else None
+        return self._titled.get(doc_id)
 
     def as_written(self, name: str) -> str:
         """The name with "the" where the corpus mostly writes it so inside its sentences ("the Tarrowdale Courier";
