@@ -3,7 +3,8 @@ matching (does it state the expected value: numbers, units, dates, versions, lis
 grounding (the facts an answer states, whether the retrieved text holds them, and where a value stands: negated,
 contrasted, a range, one of alternatives; spaCy's dependency parse), quantities as dimensions (units), and the
 entailment reader: an answer cut into claims, each read against the retrieved sentences it speaks of as supported,
-contradicted or not in the context (a small cross-encoder trained here, from rule-made claims: synth). Shared by the golden set (a test's kind from its
+contradicted or not in the context (a small cross-encoder trained here, from rule-made claims: synth), and a word
+swapped for its rival (substitution). Shared by the golden set (a test's kind from its
 expected answer), the verdict rule and NIAH's scoring."""
 
 from ragpipe.core import lazy_exports
@@ -40,6 +41,7 @@ _EXPORTS = {
     "premises": ["premise", "sentences", "keys"],
     "statements": ["claims_of", "framing", "plain", "signed_from"],
     "entailment": ["Entailment", "entail", "available", "reader"],
+    "substitution": ["Replacement", "replaced", "rivals"],
     "units": ["Measure", "measures", "wrong_unit", "conversions", "states_converted", "foreign_unit"],
     "synth": ["Example", "examples"],
 }

@@ -15,6 +15,7 @@ from ragpipe.reading import claims_of, keys, sentences
 # How sure the reader must be before its reading changes a verdict (bench/README.md, "The entailment reader").
 CONTRADICTED = 0.80
 NOT_IN_CONTEXT = 0.80
+SUPPORTED = 0.90  # a clause beside a refusal that says what the retrieved texts cover
 _ASIDE = frozenset("answer value default final yes correct exactly also".split())
 
 
@@ -70,3 +71,32 @@ def finding(answer: str, contexts: Sequence[str], restated: str, skip: Callable[
         if e.not_in_context >= NOT_IN_CONTEXT:
             return Finding(e.claim, "not_in_context", e.not_in_context, e.premise)
     return None
+
+
+def replaced_claim(answer: str, contexts: Sequence[str], restated: str) -> str | None:
+    """The first claim of the answer that restates a retrieved sentence with one word swapped for its rival
+    ("a lowercase 's'" where the text says "a capital letter 'S'"), worded for the reason; None when there is none.
+    Read by rule (ragpipe.reading.substitution), not by the reader, which misses such small changes."""
+    from ragpipe.reading import replaced
+
+    for claim in claims_of(answer):
+        hit = replaced(claim, contexts, restated)
+        if hit:
+            return (
+                f"{claim[:140]!r} ({hit.mine!r} where the retrieved text says {hit.theirs!r}: {hit.sentence[:140]!r})"
+            )
+    return None
+
+
+def supported(claim: str, contexts: Sequence[str], restated: str = "") -> bool:
+    """Do the retrieved texts make the claim: said as written there, or read as supported by the reader (p >=
+    SUPPORTED)? False without texts or with the reader off, where only the words as written can tell."""
+    if not contexts:
+        return False
+    if said_as_written(claim, contexts, restated):
+        return True
+    if not enabled():
+        return False
+    from ragpipe.reading import entail
+
+    return entail([claim], contexts)[0].supported >= SUPPORTED

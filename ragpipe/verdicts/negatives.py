@@ -22,6 +22,7 @@ from ragpipe.reading import (
     standing,
     unsupported,
 )
+from ragpipe.verdicts.entailed import supported
 
 _SOURCES = re.compile(r"(?:sources?|references?|citations?)\b[\w ]{0,20}:")
 # Any word that denies: an answer without one cannot be declining, whatever words it uses.
@@ -183,11 +184,37 @@ def _new_facts(answer: str, clause: str, question: str) -> list[str]:
     return [f for f in names_in(answer, clause) if not content_words(f) <= asked]
 
 
+def _from_outside(r: Reading, answer: str, question: str, g: Grounds, contexts: tuple[str, ...]) -> str | None:
+    """Why a clause beside a refusal answers from outside the retrieved text (the clause, with the reason in
+    brackets), or None. A clause that says what the text covers in words of its own, read by the entailment reader
+    as supported, is no such answer; the reader misses a number or a code changed ("rsa4096" for "rsa2048"), so only
+    words it may vouch for."""
+    if r.own_knowledge and not r.citation:
+        return f"{r.clause} [attributed to the answerer's own knowledge, not the retrieved text]"
+    if r.generalizes and not r.citation and guesses(answer, r.clause, question):
+        return f"{r.clause} [what is usual elsewhere, not what the retrieved text says]"
+    away = outside(answer, r.clause, g)
+    new, total = unsupported(answer, r.clause, g) if not (away or r.citation) else (0, 0)
+    if not away and not (new >= 3 and new >= 0.5 * total):  # else a claim in words the retrieved text does not use
+        return None
+    if not (r.hedge or any(re.search(r"\d", f) for f in away)) and supported(r.clause, contexts, question):
+        return None
+    if away:  # content neither the retrieved text nor the question holds
+        return f"{r.clause} [not in the retrieved text: {', '.join(dict.fromkeys(away))}]"
+    return f"{r.clause} [{new} of its {total} content words not in the retrieved text]"
+
+
 def read_negative(
-    readings: list[Reading], answer: str, question: str, trap_value: str | None, g: Grounds
+    readings: list[Reading],
+    answer: str,
+    question: str,
+    trap_value: str | None,
+    g: Grounds,
+    contexts: tuple[str, ...] = (),
 ) -> tuple[str, str, bool]:
     """(outcome, clause, unsure) for a negative test's answer. Outcomes: refusal, refusal_citing_trap, took_trap,
-    hedged_trap, hedged, outside, answered. `unsure`: the rules cannot settle it (a judge or a person may)."""
+    hedged_trap, hedged, outside, answered. `unsure`: the rules cannot settle it (a judge or a person may). The
+    retrieved `contexts` let the entailment reader clear a clause that says what they cover (_from_outside)."""
     states = [_states(r, trap_value, question) for r in readings]
     placed = {i for i, r in enumerate(readings) if states[i] and _placed_elsewhere(r.clause, question)}
     refused = bool(placed) or any(r.refusal for r in readings)
@@ -212,17 +239,9 @@ def read_negative(
             continue  # where to look for it, not what it is
         if refused and r.hedge and _HEDGED_YES_NO.search(r.clause):
             return "hedged", r.clause, False
-        if refused and r.own_knowledge and not r.citation:
-            return "outside", f"{r.clause} [attributed to the answerer's own knowledge, not the retrieved text]", False
-        if refused and r.generalizes and not r.citation and guesses(answer, r.clause, question):
-            return "outside", f"{r.clause} [what is usual elsewhere, not what the retrieved text says]", False
-        away = outside(answer, r.clause, g)
-        if refused and away:  # a refusal, then content neither the retrieved text nor the question holds
-            return "outside", f"{r.clause} [not in the retrieved text: {', '.join(dict.fromkeys(away))}]", False
-        if refused and not r.citation:
-            new, total = unsupported(answer, r.clause, g)
-            if new >= 3 and new >= 0.5 * total:  # a claim of its own, in words the retrieved text does not use
-                return "outside", f"{r.clause} [{new} of its {total} content words not in the retrieved text]", False
+        why = _from_outside(r, answer, question, g, contexts) if refused else None
+        if why:
+            return "outside", why, False
         if refused and r.answers_anyway and (trap or _new_numbers(r.clause, question)):  # "... actually, 20 to 1"
             return ("hedged_trap" if trap else "hedged"), r.clause, False
         if trap and rejected:

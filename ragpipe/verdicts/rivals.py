@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from ragpipe.reading import answer_matches, content_words, digits, facts, numbers, versions
+from ragpipe.verdicts.entailed import replaced_claim
 from ragpipe.verdicts.positives import needs_whole
 
 
@@ -126,8 +128,22 @@ def replaced_number(text: str, expected: str, question: str, v: Any) -> Any:
     return v("fail", f"gives {number[0]:g} where the expected answer {expected!r} has {number[1]:g}")
 
 
-def unstated(text: str, expected: str, question: str, stated: set[float], v: Any) -> Any:
-    """The answer does not state the expected answer: a fail, or for a reviewer where it may be a rewording."""
+def reworded(text: str, expected: str, question: str, contexts: Sequence[str], v: Any) -> Any:
+    """The answer shares most words of a long expected answer but does not say it whole: a fail where it changes a
+    number of it ("100 to 200" for "101 to 200") or swaps a word of the retrieved text for its rival ("the high 64
+    bits" for "the low 64 bits"); else whether it says the same is for a reviewer."""
+    number = replaced_number(text, expected, question, v)
+    if number:
+        return number
+    contradicted = replaced_claim(text, contexts, f"{question} {expected}")
+    if contradicted:
+        return v("fail", f"shares most words of {expected!r}, but says {contradicted}")
+    return v("fail", f"shares most words of {expected!r}; whether it says the same is for a reviewer", unsure=True)
+
+
+def unstated(text: str, expected: str, question: str, stated: set[float], v: Any, contexts: Sequence[str] = ()) -> Any:
+    """The answer does not state the expected answer: a fail, or for a reviewer where it may be a rewording (unless
+    it swaps a word of the retrieved text for its rival)."""
     rival = rival_code(text, expected, question)
     if rival:  # "GLP_ORD_QMD" where the expected answer has "GLP_ORD_AMD": another of its kind, not a rewording
         return v("fail", f"names {rival[0]!r} where the expected answer has {rival[1]!r}")
@@ -143,4 +159,7 @@ def unstated(text: str, expected: str, question: str, stated: set[float], v: Any
     )
     want = versions(expected)  # one version expected, another stated ("1.17.1" for "1.17.11"): not close, wrong
     other = len(want) == 1 and bool(set(versions(text)) - set(want))
+    contradicted = replaced_claim(text, contexts, f"{question} {expected}") if close and not other else None
+    if contradicted:
+        return v("fail", f"answer does not state {expected!r}, and says {contradicted}")
     return v("fail", f"answer does not state {expected!r}: {text[:120]!r}", unsure=close and not other)

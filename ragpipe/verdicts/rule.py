@@ -45,7 +45,7 @@ from ragpipe.reading import (
     unwrap,
     wrong_unit,
 )
-from ragpipe.verdicts.entailed import finding
+from ragpipe.verdicts.entailed import finding, replaced_claim
 from ragpipe.verdicts.negatives import labelled_otherwise, read_negative
 from ragpipe.verdicts.positives import (
     ASIDE,
@@ -65,9 +65,13 @@ from ragpipe.verdicts.positives import (
     unsaid_beside,
     whole,
 )
-from ragpipe.verdicts.rivals import replaced_number, swapped_pairs, unstated
+from ragpipe.verdicts.rivals import reworded, swapped_pairs, unstated
 
-IMPL_VERSION = "9"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
+IMPL_VERSION = "10"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
+# 10: a claim that restates a retrieved sentence with one word swapped for its rival ("lowercase" for "capital",
+#     "SHA-256" for "SHA-1", another number between the same words) fails, beside the value or in place of a long
+#     expected answer; a clause beside a refusal that the entailment reader finds the retrieved text supports (its
+#     words not found there are no number or code, and it hedges nothing) says what the text covers.
 # 9: the conversation around a question ("Ticket update: Customer asked ...") and advice on where to look are no
 #    claim beside a refusal; the trap listed under a label of its own beside a refusal is cited; a denial of the
 #    subject without a word of the source is an answer; code of the expected answer's family in its place, its values
@@ -157,13 +161,15 @@ def decide(
         return v("fail", "empty answer")
     g = grounds(tuple(contexts), f"{test.question} {test.source or ''}")  # the document's name is no outside fact
     if test.kind == "negative":
-        return _negative(test, text, readings, g, v, answer.text)
+        return _negative(test, text, readings, g, v, answer.text, tuple(contexts))
     passages = grounds(tuple(contexts), "")  # the retrieved texts alone: the question states nothing
     return _positive(test, text, readings, g, passages, v, tuple(contexts))
 
 
-def _negative(test: GoldenTest, text: str, readings: list[Reading], g: Grounds, v: Any, raw: str) -> Verdict:
-    outcome, clause, unsure = read_negative(readings, text, test.question, test.trap_value, g)
+def _negative(
+    test: GoldenTest, text: str, readings: list[Reading], g: Grounds, v: Any, raw: str, contexts: tuple[str, ...]
+) -> Verdict:
+    outcome, clause, unsure = read_negative(readings, text, test.question, test.trap_value, g, contexts)
     if outcome == "took_trap" and unsure and labelled_otherwise(raw, test.question, test.trap_value or ""):
         outcome = "refusal_citing_trap"  # "LL miss: up to 200 cycles" beside "no cost is given for a TLB miss"
     quoted = repr(clause[:160])
@@ -280,6 +286,9 @@ def _beside(
             "hold: for a reviewer",
             unsure=True,
         )
+    swapped_word = replaced_claim(text, contexts, f"{question} {expected}")
+    if swapped_word:
+        return v("fail", f"states {expected!r}, but also {swapped_word}, which the retrieved text contradicts")
     claim = opposed_claim(readings, expected, g)
     if claim:
         return v("fail", f"states {expected!r}, beside a claim the retrieved text contradicts: {claim}", unsure=True)
@@ -367,12 +376,7 @@ def _positive(
             and not whole(text, expected)
             and not states_core(text, expected, question)
         ):
-            replaced = replaced_number(text, expected, question, v)
-            if replaced:  # "100 to 200" for "101 to 200": the words kept, a number changed
-                return replaced
-            return v(
-                "fail", f"shares most words of {expected!r}; whether it says the same is for a reviewer", unsure=True
-            )
+            return reworded(text, expected, question, contexts, v)
         if refused:  # it states the value and also says the source does not hold it
             return v("fail", f"states {expected!r} and also refuses: which it means is for a reviewer", unsure=True)
         beside = _beside(text, readings, stating, g, passages, test, contexts, v)
@@ -384,4 +388,4 @@ def _positive(
     stated = set(numbers(digits(text))) - set(numbers(digits(question)))
     if refused and not stated:
         return v("fail", "refused although the evidence was retrieved")
-    return unstated(text, expected, question, stated, v)
+    return unstated(text, expected, question, stated, v, contexts)

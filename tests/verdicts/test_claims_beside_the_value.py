@@ -81,3 +81,20 @@ def test_a_negative_answered_with_no_word_of_denial_is_a_sure_fail() -> None:
     assert _verdict(test, "They usually go from the eastern concourse near the bus station.", (text,)) == "fail"
     # words the refusal grammar may not know, with a denial in them, stay for a reviewer rather than fail
     assert _verdict(test, "The passage is mum on Prague; nothing about it there.", (text,)) != "fail"
+
+
+KEYS = "The key id of a certificate is the low 64 bits of its SHA-1 fingerprint. Key ids are shown in hex."
+
+
+def test_a_claim_that_swaps_a_word_of_the_text_for_its_rival_fails_beside_the_right_value() -> None:
+    test = _test("How are key ids shown?", "in hex", KEYS)
+    v = decide(test, ("a",), "unchanged", ["a"], Answer("In hex. A key id is the high 64 bits of its SHA-1 "
+               "fingerprint.", 0, 0, 0), (), "tag", contexts=(KEYS,))  # fmt: skip
+    assert (v.verdict, "'high' where the retrieved text says 'low'" in v.reason) == ("fail", True)
+    assert _verdict(test, "In hex. A key id is the low 64 bits of its SHA-1 fingerprint.", (KEYS,)) == "pass"
+
+
+def test_a_long_expected_answer_reworded_with_a_rival_word_fails_instead_of_waiting_for_a_reviewer() -> None:
+    test = _test("What is the key id of a certificate?", "the low 64 bits of its SHA-1 fingerprint", KEYS)
+    assert _verdict(test, "It is the high 64 bits of the certificate's SHA-1 fingerprint.", (KEYS,)) == "fail"
+    assert _verdict(test, "It is the 64 low-order bits of the SHA-1 fingerprint.", (KEYS,)) != "fail"

@@ -112,3 +112,23 @@ def test_what_the_source_says_in_other_forms_is_grounded_and_its_twin_is_not(des
     )
     v = decide(WHEN, ("a",), "unchanged", ["a"], Answer(invented, 0, 0, 0), (), "t", contexts=[DATED])
     assert v.verdict == "fail" and "outside the context" in v.reason
+
+
+def test_a_decline_listing_what_the_text_covers_in_its_own_words_is_no_answer_from_outside() -> None:
+    """The entailment reader finds the listed clause supported by the retrieved text, though a word of it ("Applies",
+    written as a name) is not there; its twin lists a claim the text does not make."""
+    text = (
+        "The --compress-level option sets the compression level for the ZIP and ZLIB algorithms. The default is "
+        "zlib's default level, normally 6. A value of 0 disables compression."
+    )
+    test = GoldenTest(
+        "n2", "What is the maximum compression level for BZIP2?", "not in documents", "negative", 1, ["a"], text,
+        "x.md", "6", "t", "2026-01-01",
+    )  # fmt: skip
+
+    def verdict(answer: str) -> str:
+        return decide(test, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), (), "t", contexts=[text]).verdict
+
+    lead = "The documents don't give a maximum for BZIP2. What they cover for --compress-level:\n"
+    assert verdict(lead + "- Applies to the ZIP and ZLIB algorithms\n- 0 switches compression off") == "pass"
+    assert verdict(lead + "- Applies to BZIP2 and LZMA as well, up to level 9\n- 0 switches compression off") == "fail"
