@@ -141,11 +141,13 @@ _ANSWERS_ANYWAY = re.compile(
     r"^(?:still|anyway|regardless|nevertheless|nonetheless|even\s+so|all\s+the\s+same|in\s+any\s+case)\b)"
 )
 # A self-correction settles on what follows it ("... actually, the settlers outnumbered them 20 to 1").
+# What the answerer draws from a source it cited: a hedge after it is the answerer's own.
+_CONCLUDES = re.compile(r"\b(?:so|therefore|thus|hence|which\s+means|meaning)\b")
 _SELF_CORRECTS = re.compile(r"^(?:actually|wait|on\s+second\s+thought|correction)\b")
 # Reasoning towards a value: counts where a clause beside a refusal states one and cites nothing. "Based on the
 # context" may also introduce what the context says about something else (ragpipe.verdict weighs that).
 _INFERS = re.compile(
-    r"\b(?:since|because|given\s+that|in\s+practice|typically|usually|generally|by\s+analogy|same\s+as|as\s+well|"
+    r"\b(?:since(?!\s+(?:(?:v|version|release)\s*)?\d)|because|given\s+that|in\s+practice|typically|usually|generally|by\s+analogy|same\s+as|as\s+well|"
     r"too(?=\s*(?:[.,;!?]|$))|also|like\s+(?:for|the|in))\b"
 )
 _BASED_ON = re.compile(r"\b(?:based\s+on|going\s+by|from\s+what)\b")
@@ -176,7 +178,9 @@ _SOURCE_NOUN = (
     r"filings?|data|page|section|article|policy|contract|notes|changelog|table)"
 )
 _CITE_STRONG = re.compile(
-    rf"\b(?:^(?:but\s+|and\s+)?they\s+(?:only\s+)?(?:say|state|mention|note|describe|list|give|report)|according\s+to|the\s+{_SOURCE_NOUN}\s+(?:\w+\s+){{0,3}}?(?:says?|states?|mentions?|reports?|gives?|lists?|"
+    rf"\b(?:^(?:but\s+|and\s+)?they\s+(?:only\s+)?(?:say|state|mention|note|describe|list|give|report)|"
+    r"^(?:but\s+|and\s+)?it\s+(?:also\s+|only\s+|further\s+)?(?:says|states|mentions|notes|describes|lists|gives|"
+    rf"reports|explains)\b|according\s+to|the\s+{_SOURCE_NOUN}\s+(?:\w+\s+){{0,3}}?(?:says?|states?|mentions?|reports?|gives?|lists?|"
     r"shows?|refers?|describes?|covers?|provides?|contains?|includes?|discusses?|has|have|notes?|records?|sets?|"
     r"puts?|names?|quotes?|cites?|reads?)|(?:says?|states?|mentions?|reports?|lists?|shows?|refers?|describes?|"
     r"covers?|notes?|records?)\s+(?:that|a|an|the|only)|(?:what|all)\s+(?:it|they|the\s+\w+)\s+(?:do(?:es)?\s+)?"
@@ -292,9 +296,12 @@ def refuses(clause: str, phrases: tuple[str, ...] = ()) -> bool:
 
 def hedge_leads(clause: str) -> bool:
     """A hedge proposes a value unless a strong citation comes first: "it was probably close to the $48.7M reported"
-    proposes; "they only say it will likely be removed in 1.0" reports what the source says."""
+    proposes; "they only say it will likely be removed in 1.0" reports what the source says; "it says the normal
+    max is 5, so probably 5 is the default" concludes from it, and proposes."""
     h, c = _HEDGE.search(clause), _CITE_STRONG.search(clause)
-    return h is not None and (c is None or h.start() < c.start())
+    if h is None:
+        return False
+    return c is None or h.start() < c.start() or _CONCLUDES.search(clause, c.end(), h.start()) is not None
 
 
 def cites(clause: str) -> bool:

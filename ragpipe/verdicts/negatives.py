@@ -14,6 +14,7 @@ from ragpipe.reading import (
     digits,
     framing,
     guesses,
+    keys,
     names_in,
     numbers,
     outside,
@@ -22,7 +23,7 @@ from ragpipe.reading import (
     standing,
     unsupported,
 )
-from ragpipe.verdicts.entailed import supported
+from ragpipe.verdicts.entailed import said_as_written, supported
 
 _SOURCES = re.compile(r"(?:sources?|references?|citations?)\b[\w ]{0,20}:")
 # Any word that denies: an answer without one cannot be declining, whatever words it uses.
@@ -184,11 +185,26 @@ def _new_facts(answer: str, clause: str, question: str) -> list[str]:
     return [f for f in names_in(answer, clause) if not content_words(f) <= asked]
 
 
+_MONTHS = frozenset("jan feb mar apr may jun jul aug sep oct nov dec".split())
+
+
+def _restates(clause: str, contexts: tuple[str, ...]) -> bool:
+    """Does the clause restate a retrieved sentence (every content word of it there, with as many negations), saying
+    what its values are of (two words at least, not numbers or months)? Then it reports that sentence. "He was 21."
+    and "It was March 5, 2024." say a value, not what it is of: they restate nothing."""
+    words = keys(clause)
+    said_of = {w for w in words if w.isalpha() and w[:3] not in _MONTHS}
+    return len(words) >= 3 and len(said_of) >= 2 and said_as_written(clause, contexts)
+
+
 def _from_outside(r: Reading, answer: str, question: str, g: Grounds, contexts: tuple[str, ...]) -> str | None:
     """Why a clause beside a refusal answers from outside the retrieved text (the clause, with the reason in
     brackets), or None. A clause that says what the text covers in words of its own, read by the entailment reader
     as supported, is no such answer; the reader misses a number or a code changed ("rsa4096" for "rsa2048"), so only
-    words it may vouch for."""
+    words it may vouch for. A clause whose every word stands in one retrieved sentence says that sentence, whatever
+    it opens with ("usually take about a day" where the text says "usually around a day")."""
+    if _restates(r.clause, contexts):
+        return None
     if r.own_knowledge and not r.citation:
         return f"{r.clause} [attributed to the answerer's own knowledge, not the retrieved text]"
     if r.generalizes and not r.citation and guesses(answer, r.clause, question):
@@ -225,6 +241,9 @@ def read_negative(
         trap = states[i]
         if i in placed:
             trap_cited = True
+            continue
+        if refused and not r.refusal and _restates(r.clause, contexts):
+            trap_cited = trap_cited or trap
             continue
         offered = _new_facts(answer, r.clause, question)
         # "possibly X, since they aren't mentioned again" offers X; "prob same as corrcoef so rows=all" the trap

@@ -72,6 +72,9 @@ def _verdict(test: GoldenTest, answer: str):
         "removed in HTTPX 1.0.",
         "Not stated. The only version the context mentions is 1.0, for the removal.",
         "I can't tell from the documentation: 1.0 is named only as the release that removes the behaviour.",
+        # "it also says" reports the source; "since 1.0" dates a fact, it reasons to nothing
+        "The docs don't give the release where the warning started. It also says you must migrate before HTTPX 1.0.",
+        "The docs don't give the release where the warning started; since 1.0 the behaviour is to be removed entirely.",
     ],
 )
 def test_a_refusal_citing_the_trap_passes(answer: str) -> None:
@@ -89,6 +92,11 @@ def test_a_refusal_citing_the_trap_passes(answer: str) -> None:
         ("The documents do not say. That said, the answer is 0.28.", "answered anyway"),
         ("1.0", "took the trap"),
         ("It started in 0.24.", "answered instead of refusing"),
+        # a hedge drawn from what the source says ("it says ..., so probably ...") is the answerer's guess
+        (
+            "doesnt say when it started but it says removal is in 1.0 so probably 1.0 is when it started",
+            "took the trap",
+        ),
     ],
 )
 def test_hedges_and_answers_fail(answer: str, why: str) -> None:

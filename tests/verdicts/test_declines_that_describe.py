@@ -132,3 +132,26 @@ def test_a_decline_listing_what_the_text_covers_in_its_own_words_is_no_answer_fr
     lead = "The documents don't give a maximum for BZIP2. What they cover for --compress-level:\n"
     assert verdict(lead + "- Applies to the ZIP and ZLIB algorithms\n- 0 switches compression off") == "pass"
     assert verdict(lead + "- Applies to BZIP2 and LZMA as well, up to level 9\n- 0 switches compression off") == "fail"
+
+
+def test_a_clause_beside_a_refusal_that_restates_a_retrieved_sentence_reports_it() -> None:
+    """ "usually ... within a day" restated from the text, beside a refusal, cites the trap; its twin says something
+    usual that the text does not say."""
+    text = (
+        "You do not need to subscribe to post to the list. Unsubscribed messages are moderated and usually reach the "
+        "list within a day. Subscribers' messages show up immediately."
+    )
+    test = GoldenTest(
+        "n3", "How long do the developers take to answer a bug report?", "not in documents", "negative", 1, ["a"],
+        text, "x.md", "within a day", "t", "2026-01-01",
+    )  # fmt: skip
+
+    def verdict(answer: str) -> tuple[str, str]:
+        v = decide(test, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), (), "t", contexts=[text])
+        return v.verdict, v.reason
+
+    lead = "The passages don't say how long the developers take to answer.\n"
+    said = verdict(lead + "- Unsubscribed messages are moderated and usually reach the list within a day")
+    assert said == ("pass", "refused; cites the trap's value 'within a day' only as what the documents say")
+    usual = verdict(lead + "- Developers usually answer bug reports within a week")
+    assert usual[0] == "fail" and "outside the context" in usual[1]
