@@ -72,8 +72,10 @@ def add_parsers(sub: Any) -> None:
         description="Lists the latest run's needs_review verdicts one by one with the question, the expected answer, "
         "why the rules are unsure and the answer itself, and records your decision (pass or fail, with an optional "
         "note). A decision is kept in the warehouse's `reviews` table, keyed by the test's own content and the "
-        "answer text: every later run that produces the same answer to the same test reuses it; a different answer "
-        "is judged afresh. The `manual_corrections` view gives the share of each run's verdicts that a decision "
+        "answer text: every later run that produces the same answer to the same test reuses it, and so does an "
+        "answer that makes the same claims (courtesy, talk about the sources, markup and citation marks aside; "
+        "recorded for that answer, naming the one decided on); a different claim is judged afresh. The "
+        "`manual_corrections` view gives the share of each run's verdicts that a decision "
         "overruled; `corrections_by_reason` the decisions per kind of reason the rule gave, so a rule a reviewer "
         "keeps overruling shows.",
         epilog="""\

@@ -29,6 +29,8 @@ _EXPORTS = {
         "Review",
         "Pending",
         "answer_sha",
+        "claims_key",
+        "by_claims",
         "apply_reviews",
         "latest",
         "decide_review",
