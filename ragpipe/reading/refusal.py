@@ -140,9 +140,9 @@ _ANSWERS_ANYWAY = re.compile(
     r"so\s+(?:it|the\s+answer|that)\s+(?:is|was|would\s+be)|if\s+i\s+(?:had|have)\s+to|"
     r"^(?:still|anyway|regardless|nevertheless|nonetheless|even\s+so|all\s+the\s+same|in\s+any\s+case)\b)"
 )
-# A self-correction settles on what follows it ("... actually, the settlers outnumbered them 20 to 1").
 # What the answerer draws from a source it cited: a hedge after it is the answerer's own.
 _CONCLUDES = re.compile(r"\b(?:so|therefore|thus|hence|which\s+means|meaning)\b")
+# A self-correction settles on what follows it ("... actually, the settlers outnumbered them 20 to 1").
 _SELF_CORRECTS = re.compile(r"^(?:actually|wait|on\s+second\s+thought|correction)\b")
 # Reasoning towards a value: counts where a clause beside a refusal states one and cites nothing. "Based on the
 # context" may also introduce what the context says about something else (ragpipe.verdict weighs that).

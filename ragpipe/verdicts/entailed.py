@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ragpipe.reading import claims_of, keys, sentences
+from ragpipe.reading import claims_of, keys, replaced, sentences
 
 # How sure the reader must be before its reading changes a verdict (bench/README.md, "The entailment reader").
 CONTRADICTED = 0.80
@@ -77,8 +77,6 @@ def replaced_claim(answer: str, contexts: Sequence[str], restated: str) -> str |
     """The first claim of the answer that restates a retrieved sentence with one word swapped for its rival
     ("a lowercase 's'" where the text says "a capital letter 'S'"), worded for the reason; None when there is none.
     Read by rule (ragpipe.reading.substitution), not by the reader, which misses such small changes."""
-    from ragpipe.reading import replaced
-
     for claim in claims_of(answer):
         hit = replaced(claim, contexts, restated)
         if hit:

@@ -201,8 +201,8 @@ def _from_outside(r: Reading, answer: str, question: str, g: Grounds, contexts: 
     """Why a clause beside a refusal answers from outside the retrieved text (the clause, with the reason in
     brackets), or None. A clause that says what the text covers in words of its own, read by the entailment reader
     as supported, is no such answer; the reader misses a number or a code changed ("rsa4096" for "rsa2048"), so only
-    words it may vouch for. A clause whose every word stands in one retrieved sentence says that sentence, whatever
-    it opens with ("usually take about a day" where the text says "usually around a day")."""
+    words it may vouch for. A clause that restates one retrieved sentence (`_restates`) says that sentence, whatever
+    it opens with ("unsubscribed messages are moderated and usually reach the list within a day", as the text has it)."""
     if _restates(r.clause, contexts):
         return None
     if r.own_knowledge and not r.citation:
