@@ -16,7 +16,7 @@ import duckdb
 from ragpipe.core import RagpipeError
 from ragpipe.golden import GoldenTest
 from ragpipe.rag import Answer
-from ragpipe.reading import framing, plain, sentences
+from ragpipe.reading import claims_of
 from ragpipe.verdicts import Verdict
 from ragpipe.warehouse import transaction
 
@@ -33,16 +33,11 @@ def answer_sha(text: str) -> str:
 
 
 def claims_key(text: str) -> str | None:
-    """The key of what an answer claims: its sentences and lines, markup and citation marks off, courtesy and talk
-    about the sources left out ("Thanks for asking!", "Based on the documents, here is the answer"), lower-cased,
-    whitespace collapsed, end punctuation off; None when it claims nothing. Every other sentence counts, a short one
-    too: "It is 1.0. Maybe." is not "It is 1.0."."""
-    parts = [
-        re.sub(r"\s+", " ", s.lower()).strip(" .!?;:,")
-        for line in text.splitlines()
-        for s in sentences(plain(line))
-        if not framing(s)
-    ]
+    """The key of what an answer claims: its claims (ragpipe.reading.claims_of: markup and citation marks off,
+    courtesy and talk about the sources left out, "Thanks for asking!", "Based on the documents, here is the
+    answer"), lower-cased, whitespace collapsed, end punctuation off; None when it claims nothing. A short part
+    counts too: "It is 1.0. Maybe." is not "It is 1.0."."""
+    parts = [re.sub(r"\s+", " ", c.lower()).strip(" .!?;:,") for c in claims_of(text, shortest=1)]
     parts = [p for p in parts if p]
     return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest() if parts else None
 

@@ -64,9 +64,11 @@ def framing(sentence: str) -> bool:
     return bool(_COURTESY.search(sentence) or _OFFER.search(sentence)) and not re.search(r"\d|`", sentence)
 
 
-def claims_of(answer: str) -> list[str]:
+def claims_of(answer: str, shortest: int = 3) -> list[str]:
     """The answer's claims in order: one per sentence, list item or table row, framing left out. A table row is
-    read as its cells joined; a "Label: value" line keeps its label ("Default: 4 bytes")."""
+    read as its cells joined; a "Label: value" line keeps its label ("Default: 4 bytes"). A part of fewer than
+    `shortest` words ("Maybe.") is left out: too short to read against a text, though it may change what the answer
+    claims (a review decision's key keeps every part)."""
     out: list[str] = []
     for _ in range(3):  # an answer in JSON, also as the value of a JSON field
         answer, before = unwrap(answer), answer
@@ -81,6 +83,6 @@ def claims_of(answer: str) -> list[str]:
         line = _BULLET.sub("", line)
         for s in (part for sentence in sentences(plain(line)) for part in re.split(r";\s+", sentence)):
             s = s.strip(" -:")
-            if len(s.split()) >= 3 and not framing(s):
+            if len(s.split()) >= shortest and not framing(s):
                 out.append(s)
     return out
