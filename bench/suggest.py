@@ -35,6 +35,9 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py cyclopedia --negatives 40    # bench/data/suggest/cyclopedia (12 articles)
     .venv/bin/python bench/suggest.py arts --negatives 40          # bench/data/suggest/arts (10 documents)
     .venv/bin/python bench/suggest.py recycling --negatives 40     # bench/data/suggest/recycling (10 documents)
+    .venv/bin/python bench/suggest.py panorama --negatives 40      # bench/data/suggest/panorama (12 articles)
+    .venv/bin/python bench/suggest.py broadcaster --negatives 40   # bench/data/suggest/broadcaster (10 documents)
+    .venv/bin/python bench/suggest.py example --negatives 40       # examples/corpus (the bundled example)
     .venv/bin/python bench/suggest.py omnibus --negatives 40       # bench/data/suggest/omnibus (12 articles)
     .venv/bin/python bench/suggest.py ambulance --negatives 40     # bench/data/suggest/ambulance (10 documents)
 
@@ -61,6 +64,7 @@ JUDGED = ROOT / "bench" / "data" / "suggest"
 CORPORA = {
     "realdocs": (SHARED / "realdocs" / "docs", []),
     "squad2": (SHARED / "squad2_dev" / "corpus", []),
+    "example": (ROOT / "examples" / "corpus", []),  # the bundled example: a company's reports, policies, notes
     # written for this measure by writers who never saw the proposal rules: 12 encyclopedia articles (some with
     # figures for several periods, some with none) and 10 periodic reports of one utility
     "narrative": (JUDGED / "narrative", []),
@@ -120,6 +124,10 @@ CORPORA = {
     "recycling": (JUDGED / "recycling", []),
     "omnibus": (JUDGED / "omnibus", []),
     "ambulance": (JUDGED / "ambulance", []),
+    # round 16, rules frozen after omnibus and ambulance had been read: 12 encyclopedia articles of one invented
+    # province; 10 documents of a regional public broadcaster
+    "panorama": (JUDGED / "panorama", []),
+    "broadcaster": (JUDGED / "broadcaster", []),
 }
 
 
