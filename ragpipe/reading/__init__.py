@@ -19,6 +19,7 @@ _EXPORTS = {
         "Reading",
         "read_answer",
         "is_refusal",
+        "generalizing",
     ],
     "forms": ["unwrap"],
     "grounding": ["Grounds", "facts", "grounds", "in_clause", "is_identifier", "names_in", "outside", "table_row"],

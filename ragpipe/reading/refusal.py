@@ -359,6 +359,11 @@ def read_answer(answer: str, phrases: tuple[str, ...] = ()) -> list[Reading]:
     return out
 
 
+def generalizing(text: str) -> list[str]:
+    """The words that make a statement what is usual ("typically", "in most cases"), as the text writes them."""
+    return [re.sub(r"\s+", " ", m.group(0).lower()) for m in _GENERALLY.finditer(text.lower())]
+
+
 def is_refusal(answer: str, phrases: tuple[str, ...] = ()) -> bool:
     """Does any clause of the answer refuse? (Whether it also answers anyway is the verdict's question.) The clauses'
     refusal alone, as read_answer reads it, without the rest of each clause's reading."""

@@ -13,12 +13,14 @@ from ragpipe.reading import (
     content_words,
     digits,
     framing,
+    generalizing,
     guesses,
     keys,
     names_in,
     numbers,
     outside,
     quantities,
+    sentences,
     signed_from,
     standing,
     unsupported,
@@ -197,6 +199,20 @@ def _restates(clause: str, contexts: tuple[str, ...]) -> bool:
     return len(words) >= 3 and len(said_of) >= 2 and said_as_written(clause, contexts)
 
 
+def _usual_there(clause: str, contexts: tuple[str, ...]) -> bool:
+    """Is what the clause calls usual said so by the retrieved text: one of its sentences with the same words
+    ("usually", "normally") and three in five of the clause's other words? Then the clause reports that sentence
+    ("posts are moderated and usually take about a day", where the text has "usually around a day"), not what is
+    usual elsewhere ("Generally, though, binaries go into /usr/local/bin" beside a text that uses the word)."""
+    words = generalizing(clause)  # none where a lone "Typically, though," before it made the clause general
+    rest = keys(clause) - keys(" ".join(words))
+    return bool(words) and any(
+        all(w in generalizing(s) for w in words) and len(rest & keys(s)) >= max(2, 0.6 * len(rest))
+        for text in contexts
+        for s in sentences(text)
+    )
+
+
 def _from_outside(r: Reading, answer: str, question: str, g: Grounds, contexts: tuple[str, ...]) -> str | None:
     """Why a clause beside a refusal answers from outside the retrieved text (the clause, with the reason in
     brackets), or None. A clause that says what the text covers in words of its own, read by the entailment reader
@@ -207,7 +223,12 @@ def _from_outside(r: Reading, answer: str, question: str, g: Grounds, contexts: 
         return None
     if r.own_knowledge and not r.citation:
         return f"{r.clause} [attributed to the answerer's own knowledge, not the retrieved text]"
-    if r.generalizes and not r.citation and guesses(answer, r.clause, question):
+    if (
+        r.generalizes
+        and not r.citation
+        and not _usual_there(r.clause, contexts)
+        and guesses(answer, r.clause, question)
+    ):
         return f"{r.clause} [what is usual elsewhere, not what the retrieved text says]"
     away = outside(answer, r.clause, g)
     new, total = unsupported(answer, r.clause, g) if not (away or r.citation) else (0, 0)

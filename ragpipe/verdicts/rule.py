@@ -67,7 +67,7 @@ from ragpipe.verdicts.positives import (
 )
 from ragpipe.verdicts.rivals import reworded, swapped_pairs, unstated
 
-IMPL_VERSION = "11"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
+IMPL_VERSION = "12"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
 # 11: "it says / also says / notes" opening a clause cites; "since" before a number dates, it does not reason; a
 #     hedge after "so" drawn from a citation proposes; a clause beside a refusal that restates a retrieved sentence
 #     reports it (no answer from outside; a trap in it is cited).

@@ -155,3 +155,33 @@ def test_a_clause_beside_a_refusal_that_restates_a_retrieved_sentence_reports_it
     assert said == ("pass", "refused; cites the trap's value 'within a day' only as what the documents say")
     usual = verdict(lead + "- Developers usually answer bug reports within a week")
     assert usual[0] == "fail" and "outside the context" in usual[1]
+
+
+LIST = (
+    "You do not need to subscribe to report a bug. Reports sent by non-subscribers are moderated and usually reach "
+    "the list within about a day. The list archive is kept for five years."
+)
+NEG_LIST = GoldenTest(
+    "n2", "How long do the developers take to fix a reported bug?", "not in documents", "negative", 1, ["a"],
+    LIST, "x.md", "five years", "t", "2026-01-01",
+)  # fmt: skip
+
+
+def test_what_the_text_itself_calls_usual_is_reported_and_its_twin_from_elsewhere_fails() -> None:
+    """"usually" is the text's word where one retrieved sentence has it with most of the clause's other words; a
+    clause that calls something usual in words of its own answers from outside the text."""
+
+    def verdict(answer: str) -> tuple[str, str]:
+        v = decide(
+            NEG_LIST, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), ("not in documents",), "t", contexts=[LIST]
+        )
+        return v.verdict, v.reason
+
+    reports = (
+        "The documents don't say how long a fix takes. What they cover: reports from non-subscribers are moderated "
+        "and usually reach the list within about a day."
+    )
+    assert verdict(reports)[0] == "pass"
+    assert verdict(reports.replace("What they cover:", "They say"))[0] == "pass"
+    elsewhere = "The documents don't say how long a fix takes. Developers usually fix reported bugs within 7 days."
+    assert verdict(elsewhere)[0] == "fail"
