@@ -168,7 +168,7 @@ NEG_LIST = GoldenTest(
 
 
 def test_what_the_text_itself_calls_usual_is_reported_and_its_twin_from_elsewhere_fails() -> None:
-    """"usually" is the text's word where one retrieved sentence has it with most of the clause's other words; a
+    """The word "usually" is the text's word where one retrieved sentence has it with most of the clause's other words; a
     clause that calls something usual in words of its own answers from outside the text."""
 
     def verdict(answer: str) -> tuple[str, str]:
