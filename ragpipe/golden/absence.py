@@ -12,7 +12,7 @@ from typing import Iterable
 from ragpipe.core import normalize_text
 from ragpipe.golden.alternatives import forms, shift_year
 from ragpipe.golden.near_miss import _ORDINALS, Candidate, Sentence, Span, qualifiers, values
-from ragpipe.golden.titles import document_period, document_title, termly
+from ragpipe.golden.titles import document_period, document_title, named_by_year, termly
 
 PAIRS = 0.5  # a sentence under the qualifier holding this share of the attribute (by rarity) may answer it
 PAIRS_WITH_VALUE = 0.25  # ... or this share, when it states a value of the kind asked for
@@ -21,6 +21,13 @@ _FAMILY = {"q": "quarter", "fy": "year", "split": "year"}  # kinds of period tha
 # time last year", "against 101,600 in Q2 last year", "a year earlier")
 _YEAR_BEFORE = re.compile(
     r"\b(?:last year|(?:a|one) year (?:earlier|before|ago)|the (?:previous|prior|preceding) year|the year before)\b",
+    re.I,
+)
+# a level stated by its change over the period ("the pay gap narrowed from 8.4% to 7.6%"): the value after "from" is
+# the level of the period before
+_CHANGED_FROM = re.compile(
+    r"\b(?:rose|fell|grew|dropped|declined|narrowed|widened|increased|decreased|improved|eased|climbed|went (?:up|down)|"
+    r"rising|falling|growing|dropping|declining|narrowing|widening|increasing|decreasing)\b[^.;]{0,60}?\bfrom\s+[£$€]?\d",
     re.I,
 )
 # a figure stated for every period of its kind ("publishes about 55 new titles a year"): it answers each of them
@@ -80,7 +87,9 @@ class Corpus:
         self._titled = {  # a first line's period, not a term's: where undated figures are asked of another period
             d: p
             for d, p in self.periods.items()
-            if document_period(self.titles[d]) is not None and not termly(self.titles[d])
+            if document_period(self.titles[d]) is not None
+            and not termly(self.titles[d])
+            and not named_by_year(self.titles[d])
         }
         self.by_chunk: dict[str, list[Sentence]] = {}
         self.df: dict[str, int] = {}
@@ -111,11 +120,15 @@ class Corpus:
 
     def year_before(self, s: Sentence) -> str:
         """The period a year before the sentence's own, where the sentence names it by where it stands ("at the
-        same time last year", "Q2 last year"): its own is the first period it names, or its document's title's;
-        '' where it names none that way."""
-        if not _YEAR_BEFORE.search(s.text):
+        same time last year", "Q2 last year", or a level's change "from 8.4% to 7.6%", whose first value is the year
+        before's): its own is the first period it names, or its document's title's; '' where it names none that way."""
+        last_year = _YEAR_BEFORE.search(s.text) is not None
+        if not (last_year or _CHANGED_FROM.search(s.text)):
             return ""
-        own = next(iter(qualifiers(s.text, ("periods",))), None) or self.periods.get(s.doc_id)
+        named = next(iter(qualifiers(s.text, ("periods",))), None)
+        if named is not None and not last_year:
+            return ""  # "rose from $40M in 2022": the sentence names the period it changed from
+        own = named or self.periods.get(s.doc_id)
         year = re.search(r"\d{4}", own.text) if own is not None else None
         if own is None or year is None:
             return ""

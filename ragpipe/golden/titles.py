@@ -62,6 +62,20 @@ def document_title(text: str) -> str:
     return f"{lines[0]}: {lines[1]}" if heading and document_period(lines[1]) is not None else lines[0]
 
 
+# A one-off thing named with its year: a law or an agreement, an event ("Saule Navigation and Drainage Act 1891",
+# "Great Saule Flood of 1887", "Treaty of Ostrava 1856")
+_NAMED_ONE_OFF = re.compile(
+    r"\b(?:Act|Treaty|Charter|Statute|Ordinance|Edict|Accord|Convention|Agreement|Pact|Decree|Flood|Fire|War|Battle|"
+    rf"Siege|Earthquake|Storm|Hurricane|Uprising|Rising|Revolution|Riot|Disaster|Explosion|Eruption)(?: of)? {_YEAR}\b"
+)
+
+
+def named_by_year(title: str) -> bool:
+    """The title names a one-off thing by its year ("... Drainage Act 1891", "Great Saule Flood of 1887"): the year is
+    part of the name, not a period the document's figures are for, so none of them is asked of another year."""
+    return _NAMED_ONE_OFF.search(title) is not None
+
+
 def termly(title: str) -> bool:
     """The title names a school's term ("Autumn Term 2022"): its year says where the figures stand, but "in the
     term" is no year, so none of its figures is asked of another year."""

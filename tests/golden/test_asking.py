@@ -11,7 +11,7 @@ from ragpipe.golden.asking import Asked, wh_question
 from ragpipe.golden.clauses import said_of
 from ragpipe.golden.near_miss import Candidate, Sentence, Span, passages_of, qualifiers
 from ragpipe.golden.series import one_off
-from ragpipe.golden.titles import document_period, document_title, titled_spans
+from ragpipe.golden.titles import document_period, document_title, named_by_year, titled_spans
 from ragpipe.reading import content_words
 
 
@@ -327,3 +327,35 @@ def test_a_figure_stated_for_every_year_answers_each_year() -> None:
     assert not corpus.search(press, "2021").absent  # "about 55 titles a year"
     zoo = next(c for s in sentences if s.doc_id == "zoo.md" for c in candidates(s))
     assert corpus.search(zoo, "2021").absent
+
+
+def test_a_level_stated_by_its_change_answers_the_year_before() -> None:
+    """"narrowed from 8.4% to 7.6%" in the 2022 report gives 2021's level: a question of 2021 is answered. A sentence
+    that names the period it changed from is read by that period, not by its document's."""
+    docs = {
+        "ar-2022.md": "Annual Report 2022\n\nOur median gender pay gap narrowed from 8.4% to 7.6%.",
+        "ar-2023.md": "Annual Report 2023\n\nIn 2023, the median gender pay gap was 6.1% across all staff.",
+        "results.md": "Results 2023\n\nRevenue rose from $40.1 million in 2022 to $48.7 million.",
+    }
+    sentences = [s for d, t in docs.items() for s in sentences_of(d, d, t)]
+    corpus = Corpus(sentences, docs)
+    changed, stated, named = sentences
+    assert corpus.year_before(changed) == "2021"
+    assert corpus.year_before(named) == ""
+    (gap,) = candidates(stated)
+    assert not corpus.search(gap, "2021").absent
+    assert corpus.search(gap, "2020").absent
+
+
+def test_a_title_that_names_a_one_off_by_its_year_is_no_period_of_its_figures() -> None:
+    assert named_by_year("Saule Navigation and Drainage Act 1891")
+    assert named_by_year("Great Saule Flood of 1887")
+    assert not named_by_year("Annual Report 2022")
+    assert not named_by_year("Weirlight Festival 2024")  # an edition recurs
+    docs = {
+        "act.md": "Saule Navigation and Drainage Act 1891\n\nThe act contained 96 sections arranged in six parts.",
+        "report.md": "Annual Report 2022\n\nThe board met 11 times and approved 96 grants.",
+    }
+    corpus = Corpus([s for d, t in docs.items() for s in sentences_of(d, d, t)], docs)
+    assert corpus.titled("act.md") is None
+    assert corpus.titled("report.md") is not None
