@@ -45,10 +45,15 @@ def own_claims(answer: str, restated: str, skip: Callable[[str], bool]) -> list[
 _NEGATION = re.compile(r"\b(?:not|no|never|none|nor|neither|cannot|without)\b|n't\b", re.I)
 
 
+# words that say where a claim comes from ("per the docs:", "the manual says"), not what it says
+_SOURCE_TALK = frozenset("per according docs documentation manual passage passages says states".split())
+
+
 def said_as_written(claim: str, contexts: Sequence[str], restated: str = "") -> bool:
-    """Every content word of the claim (but those of the question and the value) stands in one retrieved sentence,
-    with as many negations: the claim says what that sentence says, or less, whatever the reader makes of it."""
-    want, negations = keys(claim) - keys(restated), len(_NEGATION.findall(claim))
+    """Every content word of the claim (but those of the question and the value, and the words that name its source)
+    stands in one retrieved sentence, with as many negations: the claim says what that sentence says, or less,
+    whatever the reader makes of it."""
+    want, negations = keys(claim) - keys(restated) - _SOURCE_TALK, len(_NEGATION.findall(claim))
     return any(want <= keys(s) and len(_NEGATION.findall(s)) == negations for text in contexts for s in sentences(text))
 
 

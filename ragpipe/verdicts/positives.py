@@ -33,13 +33,15 @@ _CORRECTS = re.compile(r"\b(?:actually|in\s+fact|really|instead|rather|correct|c
 _TURN = re.compile(r"^(?:but|however|yet|though|although|so|actually|in\s+fact|instead|still|nevertheless)\b")
 
 
-def disowned(readings: list[Reading], stating: list[int]) -> bool:
+def disowned(readings: list[Reading], stating: list[int], expected: str = "") -> bool:
     """The expected value appears only as what the documents say, and a later clause turns away from it ("The docs
-    say three days, but that is from an older policy, so it is two days")."""
+    say three days, but that is from an older policy, so it is two days"): with a word that corrects, or a number
+    the expected answer does not hold ("so it replaces just the first one" turns nowhere)."""
     if not all(readings[i].citation for i in stating):
         return False
+    own = set(numbers(digits(expected)))
     return any(
-        _TURN.search(r.clause) and (_CORRECTS.search(r.clause) or numbers(digits(r.clause)))
+        _TURN.search(r.clause) and (_CORRECTS.search(r.clause) or set(numbers(digits(r.clause))) - own)
         for r in readings[max(stating) + 1 :]
     )
 

@@ -45,7 +45,7 @@ from ragpipe.reading import (
     unwrap,
     wrong_unit,
 )
-from ragpipe.verdicts.entailed import finding, replaced_claim
+from ragpipe.verdicts.entailed import finding, replaced_claim, said_as_written
 from ragpipe.verdicts.negatives import labelled_otherwise, read_negative
 from ragpipe.verdicts.positives import (
     ASIDE,
@@ -67,7 +67,7 @@ from ragpipe.verdicts.positives import (
 )
 from ragpipe.verdicts.rivals import reworded, swapped_pairs, unstated
 
-IMPL_VERSION = "12"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
+IMPL_VERSION = "13"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
 # 11: "it says / also says / notes" opening a clause cites; "since" before a number dates, it does not reason; a
 #     hedge after "so" drawn from a citation proposes; a clause beside a refusal that restates a retrieved sentence
 #     reports it (no answer from outside; a trap in it is cited).
@@ -213,7 +213,7 @@ def _not_the_answer(
             f"gives as the answer is for a judge to read",
             unsure=True,
         )
-    if stating and disowned(readings, stating):
+    if stating and disowned(readings, stating, expected):
         return v(
             "fail",
             f"cites {expected!r} as what the documents say, then answers otherwise: {readings[-1].clause[:120]!r}",
@@ -332,6 +332,10 @@ def _positive(
     expected, question = test.expected_answer, test.question
     if _NULL.search(expected):  # "The prefix is null." states the expected null: no refusal
         readings = [dataclasses.replace(r, refusal=False) if _NULL.search(r.clause) else r for r in readings]
+    readings = [
+        dataclasses.replace(r, refusal=False) if r.refusal and said_as_written(r.clause, contexts, question) else r
+        for r in readings
+    ]
     refused = any(r.refusal for r in readings)
     m = answer_matches(text, expected, question)
     stating = [i for i, r in enumerate(readings) if answer_matches(r.clause, expected, question).matched] or [

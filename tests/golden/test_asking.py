@@ -330,7 +330,7 @@ def test_a_figure_stated_for_every_year_answers_each_year() -> None:
 
 
 def test_a_level_stated_by_its_change_answers_the_year_before() -> None:
-    """"narrowed from 8.4% to 7.6%" in the 2022 report gives 2021's level: a question of 2021 is answered. A sentence
+    """ "narrowed from 8.4% to 7.6%" in the 2022 report gives 2021's level: a question of 2021 is answered. A sentence
     that names the period it changed from is read by that period, not by its document's."""
     docs = {
         "ar-2022.md": "Annual Report 2022\n\nOur median gender pay gap narrowed from 8.4% to 7.6%.",
