@@ -37,6 +37,8 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py recycling --negatives 40     # bench/data/suggest/recycling (10 documents)
     .venv/bin/python bench/suggest.py panorama --negatives 40      # bench/data/suggest/panorama (12 articles)
     .venv/bin/python bench/suggest.py broadcaster --negatives 40   # bench/data/suggest/broadcaster (10 documents)
+    .venv/bin/python bench/suggest.py miscellany --negatives 40    # bench/data/suggest/miscellany (12 articles)
+    .venv/bin/python bench/suggest.py highways --negatives 40      # bench/data/suggest/highways (10 documents)
     .venv/bin/python bench/suggest.py example --negatives 40       # examples/corpus (the bundled example)
     .venv/bin/python bench/suggest.py omnibus --negatives 40       # bench/data/suggest/omnibus (12 articles)
     .venv/bin/python bench/suggest.py ambulance --negatives 40     # bench/data/suggest/ambulance (10 documents)
@@ -128,6 +130,10 @@ CORPORA = {
     # province; 10 documents of a regional public broadcaster
     "panorama": (JUDGED / "panorama", []),
     "broadcaster": (JUDGED / "broadcaster", []),
+    # round 17, rules frozen after panorama and broadcaster had been read: 12 encyclopedia articles; 10 documents of
+    # a city council's highways and transport service
+    "miscellany": (JUDGED / "miscellany", []),
+    "highways": (JUDGED / "highways", []),
 }
 
 
