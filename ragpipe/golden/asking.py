@@ -22,6 +22,7 @@ _DO = {"VBD": "did", "VBZ": "does", "VBP": "do"}
 _POINTING = {"this", "these", "those", "such", "that"}  # "of these patients": the referent stayed in the document
 _REFERRING = _POINTING | {"its", "their", "our", "his", "her"}
 _NAMES = {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE"}
+_STANDING_IN = {"one", "each", "both", "either", "neither", "some", "many", "most", "all", "none"}  # "One is ..."
 _PRONOUNS = {"it", "they", "them", "he", "she", "him", "her", "this", "these", "those"}
 _LEVELS = {"reach", "rise", "fall", "climb", "drop", "increase", "decrease", "grow", "decline", "total", "average"}
 _LEVELS |= {"stand", "amount", "come", "hit", "double", "treble", "triple", "halve"}
@@ -109,9 +110,15 @@ def wh_question(text: str, asked: Asked) -> str | None:
         return None  # "Only 78% were answered within ten working days": a share of what?
     if _another_figure(verb, moved, asked):
         return None  # "rose by 29% to 512": asked by how much, the question would carry the trap's 512
-    present = verb.tag_ in ("VBZ", "VBP") and not any(c.dep_ in ("aux", "auxpass") for c in verb.children)
+    auxes = [c for c in verb.children if c.dep_ in ("aux", "auxpass") and c.i < verb.i]
+    tensed = auxes[0] if auxes else verb  # "is switching off": the present is in "is"
+    present = tensed.tag_ in ("VBZ", "VBP") and (not auxes or tensed.lemma_ in ("be", "do"))
     if present and _past(asked.new_qualifier):
-        return None  # "collections cost £30", "hours ... are equivalent to": "do ... cost in 2019/20?" reads wrong
+        return None  # "collections cost £30", "one is switching off 9,200 lights": "in 2019/20?" reads wrong
+    if phrase.dep_ in _SUBJECTS and any(c.dep_ == "amod" and c.i > phrase.i for c in phrase.children):
+        return None  # "The £1.4m unspent was mainly on ...": "how much unspent was" garbles the subject
+    if subject is not None and _aside_after(subject, verb):
+        return None  # "Long-term absence, meaning absence of more than four weeks, accounted for": an aside kept
     gone = {t.i for t in moved.subtree} - _held(moved, asked)
     if phrase.dep_ in _SUBJECTS:  # a place or a person that is the subject: "What was relegated ...", "Who ..."
         wh = {"where": "what", "whom": "who"}.get(wh, wh)
@@ -287,6 +294,11 @@ def _before_break(tokens: list[Any]) -> list[Any]:
     return [t for t in tokens if not stops or t.i < min(stops)]  # whole; "of water produced" stays
 
 
+def _aside_after(subject: Any, verb: Any) -> bool:
+    """Between the subject and its verb stands an aside set off by a comma ("absence, meaning ..., accounted")."""
+    return any(t.text == "," for t in subject.doc[subject.right_edge.i + 1 : verb.i])
+
+
 def _pied_piped(prep: Any, wh: str) -> str:
     """A preposition moves with its question words ("At what percentage ...", "By how much ..."); "in New France"
     asks "where" alone."""
@@ -299,7 +311,7 @@ def _names_its_referent(subject: Any) -> bool:
     """The subject is a noun phrase that says what it is about: not a pronoun ("it", "they", "we") and not one that
     points back ("its budget", "this plant", "the station's crew")."""
     words = [t for t in subject.subtree]
-    if subject.pos_ == "PRON" or subject.lower_ in _REFERRING:
+    if subject.pos_ == "PRON" or subject.lower_ in _REFERRING or subject.lower_ in _STANDING_IN:
         return False
     if subject.lower_ in _GENERIC and all(t.i == subject.i or t.dep_ == "det" for t in words):
         return False  # "the figure", "the total": of what?

@@ -119,6 +119,17 @@ def test_the_phrase_holding_the_value_is_asked_as_a_person_asks_it(
         ("In 2023, bursaries covered up to 100% of youth fees.", "100%", "2023"),  # a limit, not a measure
         ("In 2023, the summer school ran for four weeks, with 410 places taken.", "410 places", "2023"),  # "With how"
         ("In 2023 bulky waste collections cost \u00a330 for up to three items.", "\u00a330", "2023"),  # "do ... cost"
+        ("In 2023, one is switching off about 9,200 lights at night.", "9,200 lights", "2023"),  # "one", and "is"
+        (
+            "In 2023 the \u00a31.4m unspent was mainly on two drainage schemes.",
+            "\u00a31.4m",
+            "2023",
+        ),  # "how much unspent"
+        (
+            "In 2023, long-term absence, meaning absence of over four weeks, accounted for 58% of days lost.",
+            "58%",
+            "2023",
+        ),
     ],
 )
 def test_no_question_where_the_parse_gives_none_a_person_would_read(text: str, value: str, qualifier: str) -> None:
