@@ -39,6 +39,8 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py broadcaster --negatives 40   # bench/data/suggest/broadcaster (10 documents)
     .venv/bin/python bench/suggest.py miscellany --negatives 40    # bench/data/suggest/miscellany (12 articles)
     .venv/bin/python bench/suggest.py highways --negatives 40      # bench/data/suggest/highways (10 documents)
+    .venv/bin/python bench/suggest.py thesaurus --negatives 40     # bench/data/suggest/thesaurus (12 articles)
+    .venv/bin/python bench/suggest.py constabulary --negatives 40  # bench/data/suggest/constabulary (10 documents)
     .venv/bin/python bench/suggest.py example --negatives 40       # examples/corpus (the bundled example)
     .venv/bin/python bench/suggest.py omnibus --negatives 40       # bench/data/suggest/omnibus (12 articles)
     .venv/bin/python bench/suggest.py ambulance --negatives 40     # bench/data/suggest/ambulance (10 documents)
@@ -134,6 +136,10 @@ CORPORA = {
     # a city council's highways and transport service
     "miscellany": (JUDGED / "miscellany", []),
     "highways": (JUDGED / "highways", []),
+    # round 18, rules frozen after miscellany and highways had been read: 12 encyclopedia articles; 10 documents of
+    # a county police force
+    "thesaurus": (JUDGED / "thesaurus", []),
+    "constabulary": (JUDGED / "constabulary", []),
 }
 
 
