@@ -26,8 +26,9 @@ _YEAR_BEFORE = re.compile(
 # a level stated by its change over the period ("the pay gap narrowed from 8.4% to 7.6%"): the value after "from" is
 # the level of the period before
 _CHANGED_FROM = re.compile(
-    r"\b(?:rose|fell|grew|dropped|declined|narrowed|widened|increased|decreased|improved|eased|climbed|went (?:up|down)|"
-    r"rising|falling|growing|dropping|declining|narrowing|widening|increasing|decreasing)\b[^.;]{0,60}?\bfrom\s+[£$€]?\d",
+    r"(?:\b(?:rose|fell|grew|dropped|declined|narrowed|widened|increased|decreased|improved|eased|climbed|went (?:up|down)|"
+    r"rising|falling|growing|dropping|declining|narrowing|widening|increasing|decreasing)\b[^.;]{0,60}?|\b(?:up|down) )"
+    r"from\s+[£$€]?\d[\d,.]*(?P<after>[^.;,]{0,30})",
     re.I,
 )
 # a figure stated for every period of its kind ("publishes about 55 new titles a year"): it answers each of them
@@ -123,11 +124,12 @@ class Corpus:
         same time last year", "Q2 last year", or a level's change "from 8.4% to 7.6%", whose first value is the year
         before's): its own is the first period it names, or its document's title's; '' where it names none that way."""
         last_year = _YEAR_BEFORE.search(s.text) is not None
-        if not (last_year or _CHANGED_FROM.search(s.text)):
+        changed = _CHANGED_FROM.search(s.text)
+        if not (last_year or changed):
             return ""
+        if not last_year and changed and qualifiers(changed.group("after"), ("periods",)):
+            return ""  # "rose from $40.1 million in 2022": the sentence names the period it changed from
         named = next(iter(qualifiers(s.text, ("periods",))), None)
-        if named is not None and not last_year:
-            return ""  # "rose from $40M in 2022": the sentence names the period it changed from
         own = named or self.periods.get(s.doc_id)
         year = re.search(r"\d{4}", own.text) if own is not None else None
         if own is None or year is None:

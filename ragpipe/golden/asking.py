@@ -15,19 +15,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ragpipe.golden.subjects import aside_after, doc_spaced, names_its_referent, points_back
+
 _SUBJECTS = ("nsubj", "nsubjpass")
 _OBJECTS = ("dobj", "attr", "acomp", "oprd", "npadvmod")
 _DROPPED_AFTER = ("conj", "cc", "parataxis", "punct", "advcl", "relcl", "appos", "dep")
 _DO = {"VBD": "did", "VBZ": "does", "VBP": "do"}
-_POINTING = {"this", "these", "those", "such", "that"}  # "of these patients": the referent stayed in the document
-_REFERRING = _POINTING | {"its", "their", "our", "his", "her"}
 _NAMES = {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE"}
-_STANDING_IN = {"one", "each", "both", "either", "neither", "some", "many", "most", "all", "none"}  # "One is ..."
-_PRONOUNS = {"it", "they", "them", "he", "she", "him", "her", "this", "these", "those"}
 _LEVELS = {"reach", "rise", "fall", "climb", "drop", "increase", "decrease", "grow", "decline", "total", "average"}
 _LEVELS |= {"stand", "amount", "come", "hit", "double", "treble", "triple", "halve"}
 _SET_AT = {"set", "fix", "estimate", "value", "put", "price", "cap"}  # "were set at $79,460": a level
-_GENERIC = {"figure", "number", "total", "rate", "share", "proportion", "amount", "level", "result", "score", "value"}
 _BREAKS = (",", ";", ":", "(", "-", "\u2013", "\u2014")  # what ends a phrase or a clause ("-" only spaced)
 _EVENTS = set(
     "breach raid fire flood storm strike explosion collapse accident crash earthquake outbreak epidemic pandemic war "
@@ -117,7 +114,7 @@ def wh_question(text: str, asked: Asked) -> str | None:
         return None  # "collections cost £30", "one is switching off 9,200 lights": "in 2019/20?" reads wrong
     if phrase.dep_ in _SUBJECTS and any(c.dep_ == "amod" and c.i > phrase.i for c in phrase.children):
         return None  # "The £1.4m unspent was mainly on ...": "how much unspent was" garbles the subject
-    if subject is not None and _aside_after(subject, verb):
+    if subject is not None and aside_after(subject, verb):
         return None  # "Long-term absence, meaning absence of more than four weeks, accounted for": an aside kept
     gone = {t.i for t in moved.subtree} - _held(moved, asked)
     if phrase.dep_ in _SUBJECTS:  # a place or a person that is the subject: "What was relegated ...", "Who ..."
@@ -125,7 +122,7 @@ def wh_question(text: str, asked: Asked) -> str | None:
         return _render(doc, verb, gone - {moved.i}, {moved.i: wh}, asked, front=[])
     if phrase.dep_ not in _OBJECTS and phrase.dep_ != "pobj":
         return None
-    if subject is None or not _names_its_referent(subject):
+    if subject is None or not names_its_referent(subject):
         return None
     fronted = wh if moved.i == phrase.i else _pied_piped(moved, wh)
     fronting = _fronting(verb, moved, phrase, subject, fronted, asked, gone)
@@ -216,13 +213,6 @@ def _compared(verb: Any, moved: Any) -> bool:
     )
 
 
-def _points_back(tokens: list[Any]) -> bool:
-    """A determiner or a pronoun that points back to something the question does not say ("these patients", "this
-    scheme", "the display that accompanied it")."""
-    pointing = any(t.lower_ in _POINTING and t.dep_ in ("det", "predet", "amod") for t in tokens)
-    return pointing or any(t.pos_ == "PRON" and t.lower_ in _PRONOUNS for t in tokens)  # "... accompanied it"
-
-
 def _main(verb: Any) -> bool:
     """The verb heads the sentence, or a clause joined to it with its own subject ("..., and the project was ...")."""
     return verb.dep_ == "ROOT" or (verb.dep_ == "conj" and verb.head.dep_ == "ROOT" and _own_subject(verb))
@@ -294,32 +284,12 @@ def _before_break(tokens: list[Any]) -> list[Any]:
     return [t for t in tokens if not stops or t.i < min(stops)]  # whole; "of water produced" stays
 
 
-def _aside_after(subject: Any, verb: Any) -> bool:
-    """Between the subject and its verb stands an aside set off by a comma ("absence, meaning ..., accounted")."""
-    return any(t.text == "," for t in subject.doc[subject.right_edge.i + 1 : verb.i])
-
-
 def _pied_piped(prep: Any, wh: str) -> str:
     """A preposition moves with its question words ("At what percentage ...", "By how much ..."); "in New France"
     asks "where" alone."""
     if wh == "where":
         return "where"
     return f"{prep.text.lower()} {wh}"
-
-
-def _names_its_referent(subject: Any) -> bool:
-    """The subject is a noun phrase that says what it is about: not a pronoun ("it", "they", "we") and not one that
-    points back ("its budget", "this plant", "the station's crew")."""
-    words = [t for t in subject.subtree]
-    if subject.pos_ == "PRON" or subject.lower_ in _REFERRING or subject.lower_ in _STANDING_IN:
-        return False
-    if subject.lower_ in _GENERIC and all(t.i == subject.i or t.dep_ == "det" for t in words):
-        return False  # "the figure", "the total": of what?
-    if any(t.dep_ == "poss" and t.pos_ == "NOUN" and any(d.lower_ == "the" for d in t.children) for t in words):
-        return False  # "the station's lifeboats": which station?
-    if any(t.text in (":", "-", "\u2013", "\u2014") and doc_spaced(t) for t in words):
-        return False  # "Improving - Diagnostic waits": a heading run into its list item
-    return not any(t.lower_ in _REFERRING and t.dep_ in ("det", "poss") and t.head == subject for t in words)
 
 
 def _render(
@@ -335,7 +305,7 @@ def _render(
     the fronted words after an opening phrase ("In fiscal 2022,"), the qualifier as the new one; what follows a
     comma after the verb (an aside, another clause) is cut, "however" and the like dropped."""
     kept = _cut([t for t in _clause(verb) if t.i not in gone], verb, asked)
-    if _points_back(kept):
+    if points_back(kept):
         return None
     first = subject.left_edge.i if subject is not None else min(t.i for t in kept)
     opening = [t for t in kept if t.i < first]
@@ -372,11 +342,6 @@ def _cut(tokens: list[Any], verb: Any, asked: Asked) -> list[Any]:
         if not inside and t.text in _BREAKS and (t.text != "-" or doc_spaced(t)):
             return [k for k in tokens if k.i < t.i]
     return tokens
-
-
-def doc_spaced(t: Any) -> bool:
-    """A dash with a space before it ("plants - both"), not a hyphen inside a name ("Caldwell-Ferris")."""
-    return bool(t.doc[t.i - 1].whitespace_)
 
 
 def _clause(verb: Any) -> list[Any]:

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any, Iterable
 
-from ragpipe.golden.asking import _NAMES, _REFERRING
+from ragpipe.golden.asking import _NAMES
 from ragpipe.golden.near_miss import Candidate, Sentence, Span, qualifiers
 from ragpipe.golden.prose import english
+from ragpipe.golden.subjects import _REFERRING
 from ragpipe.reading import content_words
 
 ROWS_ASKED = 3  # rows of one table asked at most: a reviewer reads a sample of it, not the whole table again
@@ -173,10 +174,20 @@ def _plural(doc: Any) -> bool:
     return head.tag_ in ("NNS", "NNPS") or (joined and doc[-1].tag_ in ("NNS", "NNPS"))
 
 
-def _kind(cell: str, header: str) -> str:
-    if re.search(r"[$\u20ac\u00a3]", cell) or _MONEY_HEADER.match(header.strip().lower()):
-        return "money"
-    return "percent" if cell.endswith("%") else "count"
+# a row that names an amount of money ("Non-pay costs", "Capital spending", "Savings delivered") under a header that
+# names no currency: its plain numbers are money, asked "what were", never "how many"
+_MONEY_LABEL = re.compile(
+    r"\b(?:costs?|spending|spend|expenditure|income|revenue|budget|outturn|pay|payroll|savings|reserves?|grants?|"
+    r"fees|prices?|funding)\b",
+    re.I,
+)
+
+
+def _kind(cell: str, header: str, label: str = "") -> str:
+    if cell.endswith("%"):
+        return "percent"
+    money = _MONEY_HEADER.match(header.strip().lower()) or _MONEY_LABEL.search(label)
+    return "money" if re.search(r"[$\u20ac\u00a3]", cell) or money else "count"
 
 
 def row_candidates(
@@ -213,7 +224,7 @@ def _row(
             break
         if len(row) <= at + len(stated) - 1 or not all(_CELL.match(c) for c in row[at : at + len(stated)]):
             continue
-        kind = _kind(row[at], table.header[0])
+        kind = _kind(row[at], table.header[0], row[0])
         typed = table.header[0].strip().lower().endswith("type")
         if not _reads_as_measure(row[0], kind) or (typed and kind != "count"):
             continue

@@ -356,6 +356,9 @@ def test_a_level_stated_by_its_change_answers_the_year_before() -> None:
     (gap,) = candidates(stated)
     assert not corpus.search(gap, "2021").absent
     assert corpus.search(gap, "2020").absent
+    up = {"ar.md": "Annual Report 2022\n\nThe service reached 38,400 subscribers at 31 March 2022, up from 31,100."}
+    (reached,) = [s for d, t in up.items() for s in sentences_of(d, d, t)]
+    assert Corpus([reached], up).year_before(reached) == "31 March 2021"  # "up from": the level a year before
 
 
 def test_a_title_that_names_a_one_off_by_its_year_is_no_period_of_its_figures() -> None:

@@ -178,3 +178,23 @@ def test_a_period_that_begins_after_this_year_is_never_asked_of() -> None:
     assert _to_come(str(year + 1), "periods") and _to_come(f"Q1 {year + 1}", "periods")
     assert not _to_come(str(year), "periods") and not _to_come(f"{year}/{(year + 1) % 100:02d}", "periods")
     assert not _to_come("HR-2099", "names")
+
+
+def test_a_row_that_names_money_is_money_without_a_currency_sign() -> None:
+    """ "Non-pay costs | 24.3 | 24.9" under "Measure" (the £m said elsewhere) is an amount, asked "what were", never
+    "how many"; a share stays a share."""
+    finance = (
+        "<table><thead><tr><th>Measure</th><th>2020/21</th><th>2021/22</th></tr></thead><tbody>"
+        "<tr><td>Non-pay costs</td><td>24.3</td><td>24.9</td></tr>"
+        "<tr><td>Online reports</td><td>41,200</td><td>48,950</td></tr>"
+        "<tr><td>Pay award</td><td>2.5%</td><td>3.0%</td></tr>"
+        "</tbody></table>"
+    )
+    (t,) = tables_of("f.md", _elements(finance))
+    rows = row_candidates([t], _chunks(t))
+    assert [(c.label, c.value.kind) for c in rows] == [
+        ("Non-pay costs", "money"),
+        ("Online reports", "count"),
+        ("Pay award", "percent"),
+    ]
+    assert row_question(rows[0], "2019/20") == "In 2019/20, what were the non-pay costs?"
