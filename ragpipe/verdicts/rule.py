@@ -68,20 +68,14 @@ from ragpipe.verdicts.positives import (
 from ragpipe.verdicts.rivals import reworded, swapped_pairs, unstated
 
 IMPL_VERSION = "13"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
+# 13: a clause restating one retrieved sentence, its negations included, is no refusal beside a positive's value; a
+#     cited value is disowned only by a turn with a correcting word or a number the expected answer lacks.
+# 12: what the retrieved text itself calls usual is reported beside a refusal, not read as usual elsewhere.
 # 11: "it says / also says / notes" opening a clause cites; "since" before a number dates, it does not reason; a
 #     hedge after "so" drawn from a citation proposes; a clause beside a refusal that restates a retrieved sentence
 #     reports it (no answer from outside; a trap in it is cited).
-# 10: a claim that restates a retrieved sentence with one word swapped for its rival ("lowercase" for "capital",
-#     "SHA-256" for "SHA-1", another number between the same words) fails, beside the value or in place of a long
-#     expected answer; a clause beside a refusal that the entailment reader finds the retrieved text supports (its
-#     words not found there are no number or code, and it hedges nothing) says what the text covers.
-# 9: the conversation around a question ("Ticket update: Customer asked ...") and advice on where to look are no
-#    claim beside a refusal; the trap listed under a label of its own beside a refusal is cited; a denial of the
-#    subject without a word of the source is an answer; code of the expected answer's family in its place, its values
-#    swapped between the subjects it pairs them with, or another number in place of one of its numbers fails; a hedge
-#    inside a quotation of the retrieved text is the source's; grounding reads ISO dates, number words, ordinals and
-#    abbreviations with a version; code whose case is part of it is matched in its case; a stated null is no refusal
-#    where null is the expected answer; alternatives joined by a slash are each grounded as written.
+# 10: a claim that restates a retrieved sentence with one word swapped for its rival fails; a clause beside a refusal
+#     that the entailment reader finds supported (no number or code unfound, no hedge) says what the text covers.
 # earlier versions: docs/verdicts.md, "Versions of the rule"
 
 
