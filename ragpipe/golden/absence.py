@@ -97,6 +97,7 @@ class Corpus:
         self._groups: dict[str, frozenset[str]] = {}
         self._cased: dict[str, set[bool]] | None = None  # word -> its cases inside sentences (common_case)
         self._named: dict[str, set[bool]] | None = None  # word -> its cases after a lower-case word
+        self._before: dict[Sentence, str] = {}  # year_before, read once per sentence (every search asks again)
         for s in self.searched:
             for w in s.words:
                 self.df[w] = self.df.get(w, 0) + 1
@@ -123,6 +124,11 @@ class Corpus:
         """The period a year before the sentence's own, where the sentence names it by where it stands ("at the
         same time last year", "Q2 last year", or a level's change "from 8.4% to 7.6%", whose first value is the year
         before's): its own is the first period it names, or its document's title's; '' where it names none that way."""
+        if s not in self._before:
+            self._before[s] = self._year_before(s)
+        return self._before[s]
+
+    def _year_before(self, s: Sentence) -> str:
         last_year = _YEAR_BEFORE.search(s.text) is not None
         changed = _CHANGED_FROM.search(s.text)
         if not (last_year or changed):

@@ -21,8 +21,8 @@ NEG = GoldenTest(
 )  # fmt: skip
 
 
-def _verdict(test: GoldenTest, answer: str) -> tuple[str, str]:
-    v = decide(test, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), ("not in documents",), "t", contexts=[TEXT])
+def _verdict(test: GoldenTest, answer: str, text: str = TEXT) -> tuple[str, str]:
+    v = decide(test, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), ("not in documents",), "t", contexts=[text])
     return v.verdict, v.reason
 
 
@@ -126,12 +126,11 @@ def test_a_decline_listing_what_the_text_covers_in_its_own_words_is_no_answer_fr
         "x.md", "6", "t", "2026-01-01",
     )  # fmt: skip
 
-    def verdict(answer: str) -> str:
-        return decide(test, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), (), "t", contexts=[text]).verdict
-
     lead = "The documents don't give a maximum for BZIP2. What they cover for --compress-level:\n"
-    assert verdict(lead + "- Applies to the ZIP and ZLIB algorithms\n- 0 switches compression off") == "pass"
-    assert verdict(lead + "- Applies to BZIP2 and LZMA as well, up to level 9\n- 0 switches compression off") == "fail"
+    said = lead + "- Applies to the ZIP and ZLIB algorithms\n- 0 switches compression off"
+    assert _verdict(test, said, text)[0] == "pass"
+    more = lead + "- Applies to BZIP2 and LZMA as well, up to level 9\n- 0 switches compression off"
+    assert _verdict(test, more, text)[0] == "fail"
 
 
 def test_a_clause_beside_a_refusal_that_restates_a_retrieved_sentence_reports_it() -> None:
@@ -146,14 +145,10 @@ def test_a_clause_beside_a_refusal_that_restates_a_retrieved_sentence_reports_it
         text, "x.md", "within a day", "t", "2026-01-01",
     )  # fmt: skip
 
-    def verdict(answer: str) -> tuple[str, str]:
-        v = decide(test, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), (), "t", contexts=[text])
-        return v.verdict, v.reason
-
     lead = "The passages don't say how long the developers take to answer.\n"
-    said = verdict(lead + "- Unsubscribed messages are moderated and usually reach the list within a day")
+    said = _verdict(test, lead + "- Unsubscribed messages are moderated and usually reach the list within a day", text)
     assert said == ("pass", "refused; cites the trap's value 'within a day' only as what the documents say")
-    usual = verdict(lead + "- Developers usually answer bug reports within a week")
+    usual = _verdict(test, lead + "- Developers usually answer bug reports within a week", text)
     assert usual[0] == "fail" and "outside the context" in usual[1]
 
 
@@ -170,18 +165,11 @@ NEG_LIST = GoldenTest(
 def test_what_the_text_itself_calls_usual_is_reported_and_its_twin_from_elsewhere_fails() -> None:
     """The word "usually" is the text's word where one retrieved sentence has it with most of the clause's other words; a
     clause that calls something usual in words of its own answers from outside the text."""
-
-    def verdict(answer: str) -> tuple[str, str]:
-        v = decide(
-            NEG_LIST, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), ("not in documents",), "t", contexts=[LIST]
-        )
-        return v.verdict, v.reason
-
     reports = (
         "The documents don't say how long a fix takes. What they cover: reports from non-subscribers are moderated "
         "and usually reach the list within about a day."
     )
-    assert verdict(reports)[0] == "pass"
-    assert verdict(reports.replace("What they cover:", "They say"))[0] == "pass"
+    assert _verdict(NEG_LIST, reports, LIST)[0] == "pass"
+    assert _verdict(NEG_LIST, reports.replace("What they cover:", "They say"), LIST)[0] == "pass"
     elsewhere = "The documents don't say how long a fix takes. Developers usually fix reported bugs within 7 days."
-    assert verdict(elsewhere)[0] == "fail"
+    assert _verdict(NEG_LIST, elsewhere, LIST)[0] == "fail"
