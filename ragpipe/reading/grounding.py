@@ -166,7 +166,8 @@ def facts(answer: str) -> tuple[Fact, ...]:
     """Numbers and proper names the answer states (a name: a capitalized proper-noun token that is not a word about
     the source; a number that is not a reference like "Passage 1" or "[2]"); "Bismarck died on 30 July 1898" gives
     Bismarck, 30, July, 1898."""
-    out = [Fact(m.group(1), "code", m.start(1), m.end(1)) for m in _CODE.finditer(answer) if m.group(1).strip()]
+    # code of punctuation alone ("()", "{}") names no value: it is syntax
+    out = [Fact(m.group(1), "code", m.start(1), m.end(1)) for m in _CODE.finditer(answer) if _WORDY.search(m.group(1))]
     fenced = [m.span() for m in re.finditer(r"```.*?(?:```|$)", answer, re.S)]  # an example, as before
     out += [
         Fact(m.group(), "code", m.start(), m.end())
@@ -227,7 +228,9 @@ def grounded(fact: Fact, g: Grounds) -> bool:
         # "httpx", "client" and "cert" apart.
         code = " ".join(fact.text.lower().split()).strip(".")
         code = _KIND_SUFFIX.sub("", code)  # "MPI_FLOAT_INT-style pair types": the code is MPI_FLOAT_INT
-        pieces = [p for p in re.split(r"[\s=(),\[\]{}'\"]+", code) if len(p) > 2 or p.isdigit()]
+        pieces = [  # "rsa_decrypt(...)": the ellipsis stands for arguments, it is no piece of the code
+            p for p in re.split(r"[\s=(),\[\]{}'\"]+", code) if (len(p) > 2 or p.isdigit()) and _WORDY.search(p)
+        ]
         # a PDF's text often shows an underscore as a space ("ps tm lim" for ps_tm_lim): either is as written
         if _spaced(code) in _spaced(g.text) or bool(pieces) and all(_as_written(p, g) for p in pieces):
             return True
@@ -262,6 +265,8 @@ _ALTERNATIVES = re.compile(r"[a-z][\w+-]*(?:/[\w+-]+)+")  # no leading slash, no
 _KIND_SUFFIX = re.compile(r"-(?:style|like|based|compatible|related|specific|aware|only|type)$")
 
 
+_WORDY = re.compile(r"[^\W_]")  # a letter or a digit
+
 _ISO_DATE = re.compile(r"(1[5-9]|20)\d\d-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])")
 
 
@@ -286,7 +291,8 @@ def _as_written(piece: str, g: Grounds) -> bool:
 
 def _acronym_of(name: str, g: Grounds) -> bool:
     """ "EDSP" where the retrieved text says "External Dependency Solver Protocol": an abbreviation is grounded
-    when its letters are the initials of consecutive words of the text ("of", "the", "and" aside); "AGPLv3" for
+    when its letters are the initials of consecutive words of the text ("of", "the", "and" aside), its last two
+    letters perhaps a word of their own ("PID" for "process ID", "UID" for "user ID"); "AGPLv3" for
     "version 3 of the GNU Affero General Public License" with its version among the text's numbers."""
     versioned = re.fullmatch(r"([A-Z]{2,6})v(\d+)", name)
     if versioned:
@@ -294,8 +300,9 @@ def _acronym_of(name: str, g: Grounds) -> bool:
     if not (2 <= len(name) <= 6 and name.isupper() and name.isalpha()):
         return False
     between = r"[\s\-,]+(?:(?:of|the|and|for|de|du)[\s\-]+)?"  # "University of California, San Diego": UCSD
-    letters = between.join(rf"{ch.lower()}[a-z]*" for ch in name)
-    return re.search(rf"\b{letters}\b", g.text) is not None
+    words = [rf"{ch.lower()}[a-z]*" for ch in name]
+    forms = [words] + ([words[:-2] + [name[-2:].lower()]] if len(name) >= 3 else [])  # "PID": "process ID"
+    return any(re.search(rf"\b{between.join(form)}\b", g.text) is not None for form in forms)
 
 
 def outside(answer: str, clause: str, g: Grounds) -> list[str]:

@@ -213,6 +213,29 @@ def _usual_there(clause: str, contexts: tuple[str, ...]) -> bool:
     )
 
 
+# where to look, not what it says: "you may want to check the release notes (NEWS file)", "consult ./configure
+# --help", "the bug tracker at https://... would be the place to check"
+_POINTING = re.compile(
+    r"\b(?:check(?:ing)?|consult(?:ing)?|look(?:ing)?\s+(?:at|in|into|up)|refer(?:ring)?\s+to|see|ask(?:ing)?|"
+    r"contact(?:ing)?|rais(?:e|ing)\s+(?:this|it)|the\s+place\s+to\s+(?:check|look|ask))\b"
+)
+_WHERE_TO_LOOK = re.compile(r"(?:https?://\S+|(?:[\w./-]+\s+)?--help|news|readme|changelog|faq)", re.I)
+_PLACE = re.compile(
+    r"\b(?:release\s+notes|news\s+file|changelog|(?:bug|issue)\s+tracker|bugzilla|mailing\s+list|maintainers|"
+    r"--help|man\s+page|readme)\b"
+)
+
+
+def _points_elsewhere(clause: str, away: list[str]) -> bool:
+    """Does the clause only say where else to look (a release-notes file, `--help`, a tracker's address), naming no
+    number, and nothing outside the retrieved text but those places? A pointer answers nothing."""
+    if not _POINTING.search(clause) or re.search(r"\d", re.sub(r"https?://\S+", " ", clause)):
+        return False
+    if away:
+        return all(_WHERE_TO_LOOK.fullmatch(f.strip("'\"`\u2018\u2019.,()")) for f in away)
+    return _PLACE.search(clause) is not None  # in words of its own: it names a place to look
+
+
 def _from_outside(r: Reading, answer: str, question: str, g: Grounds, contexts: tuple[str, ...]) -> str | None:
     """Why a clause beside a refusal answers from outside the retrieved text (the clause, with the reason in
     brackets), or None. A clause that says what the text covers in words of its own, read by the entailment reader
@@ -231,6 +254,8 @@ def _from_outside(r: Reading, answer: str, question: str, g: Grounds, contexts: 
     ):
         return f"{r.clause} [what is usual elsewhere, not what the retrieved text says]"
     away = outside(answer, r.clause, g)
+    if _points_elsewhere(r.clause, away):
+        return None
     new, total = unsupported(answer, r.clause, g) if not (away or r.citation) else (0, 0)
     if not away and not (new >= 3 and new >= 0.5 * total):  # else a claim in words the retrieved text does not use
         return None

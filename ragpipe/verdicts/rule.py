@@ -67,15 +67,12 @@ from ragpipe.verdicts.positives import (
 )
 from ragpipe.verdicts.rivals import reworded, swapped_pairs, unstated
 
-IMPL_VERSION = "13"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
+IMPL_VERSION = "14"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
+# 14: beside a refusal, a pointer to where else to look ("check the NEWS file", "./configure --help") answers nothing;
+#     "PID" is grounded by "process ID"; "rsa_decrypt(...)" by rsa_decrypt; code of punctuation alone is no fact.
 # 13: a clause restating one retrieved sentence, its negations included, is no refusal beside a positive's value; a
 #     cited value is disowned only by a turn with a correcting word or a number the expected answer lacks.
 # 12: what the retrieved text itself calls usual is reported beside a refusal, not read as usual elsewhere.
-# 11: "it says / also says / notes" opening a clause cites; "since" before a number dates, it does not reason; a
-#     hedge after "so" drawn from a citation proposes; a clause beside a refusal that restates a retrieved sentence
-#     reports it (no answer from outside; a trap in it is cited).
-# 10: a claim that restates a retrieved sentence with one word swapped for its rival fails; a clause beside a refusal
-#     that the entailment reader finds supported (no number or code unfound, no hedge) says what the text covers.
 # earlier versions: docs/verdicts.md, "Versions of the rule"
 
 

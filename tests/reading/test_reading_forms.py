@@ -81,6 +81,22 @@ def test_an_abbreviation_may_skip_the_small_words_of_the_name() -> None:
     assert not grounded(Fact("UCLA", "name", 0, 4), g)
 
 
+def test_an_abbreviation_may_end_in_a_short_word_of_its_own() -> None:
+    g = grounds(("With -b the output goes to wget-log.",), "In which file does Wget write its process ID?")
+    assert grounded(Fact("PID", "name", 0, 3), g)  # "process ID"
+    assert not grounded(Fact("UID", "name", 0, 3), g)  # no "user ID" anywhere
+
+
+def test_an_ellipsis_for_arguments_and_code_of_punctuation_alone_name_nothing_new() -> None:
+    g = grounds(("The function rsa_decrypt decrypts a message.",), "Which function performs OAEP?")
+    assert grounded(Fact("rsa_decrypt(...)", "code", 0, 16), g)
+    assert not grounded(Fact("rsa_oaep_decrypt(...)", "code", 0, 21), g)
+    assert sorted(f.text for f in facts("In BRE, `()` and `{}` lose their meaning; `rsa_sign` too.")) == [
+        "BRE",
+        "rsa_sign",
+    ]
+
+
 def test_a_json_field_holding_json_is_read_as_its_fields() -> None:
     """An answer wrapped twice ({"answer": "{\\"answer\\": \\"40.3%\\", \\"confidence\\": 0.95}"}): the inner
     metadata is left out as the outer is."""
