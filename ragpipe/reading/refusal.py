@@ -232,9 +232,14 @@ _BULLET_START = "-+\u2022"
 _WORD = re.compile(r"\w")
 
 
+_QUOTED_CODE = re.compile(r"(['\"`])[^\s'\"`]+\1")
+
+
 def _prepared_text(text: str) -> str:
     # a line break inside a sentence is a soft wrap; one after punctuation or before a list item or row ends a clause
     t = prepare(_SOFT_WRAP.sub(" ", text) if "\n" in text else text)
+    if ";" in t:  # a semicolon inside quoted code ('.;$', '0;/RE/') ends no clause
+        t = _QUOTED_CODE.sub(lambda m: m.group().replace(";", "\u037e"), t)
     return _DECIMAL.sub("\u2024", t) if "." in t else t  # decimals and versions kept whole
 
 
@@ -246,7 +251,7 @@ def _parts(text: str, prepared: str | None = None) -> list[tuple[str, bool]]:
     for sentence in _SENTENCE.split(t):
         first = True
         for part in _PART.split(sentence):
-            part = part.replace("\u2024", ".").strip(" ,.:")
+            part = part.replace("\u2024", ".").replace("\u037e", ";").strip(" ,.:")
             if part[:1] in _BULLET_START or part[:1].isdigit():
                 part = _BULLET.sub("", part)
             if part and _WORD.search(part):

@@ -38,9 +38,10 @@ _DENIES = re.compile(
 # the build files", "that appendix would be the best place to confirm it"): it names a source, not an answer
 _CONSULT = re.compile(
     r"\b(?:recommend|suggest|advise)\w*\s+(?:that\s+you\s+)?(?:ask|contact|consult|check|look|refer|verify|confirm|"
-    r"escalat)\w*|\bplease\s+(?:check|consult|see|refer\s+to|contact|ask|look\s+(?:in|at))\b|"
-    r"\byour\s+best\s+bet\b|\bbest\s+place\s+to\s+(?:confirm|check|look|find)\b|\brather\s+than\s+guessing\b|"
-    r"^\W*(?:please\s+)?(?:consult|contact|ask|refer\s+to|check\s+with)\b"
+    r"escalat|rais|fil)\w*|\bplease\s+(?:check|consult|see|refer\s+to|contact|ask|look\s+(?:in|at))\b|"
+    r"\byou\s+(?:may|might)\s+want\s+to\s+(?:check|consult|look|ask|contact|refer)\b|\bnext\s+step\W+(?:consult|check|"
+    r"contact|ask)\b|\byour\s+best\s+bet\b|\b(?:best|the)\s+place\s+to\s+(?:confirm|check|look|find)\b|"
+    r"\brather\s+than\s+guessing\b|^\W*(?:please\s+)?(?:consult|contact|ask|refer\s+to|check\s+with)\b"
 )
 
 # words that put a refusal on the source: "the passages don't say", "not documented", "answer found: no"
@@ -181,6 +182,27 @@ _HEDGED_YES_NO = re.compile(
 )
 
 
+# the asked thing itself put forward as likely: "it's probably 'i'", "it is presumably limited only by memory" (not
+# where it may be said: "it is probably documented elsewhere")
+_HEDGED_VALUE = re.compile(
+    r"\bit\s+(?:is|was|would\s+be|will\s+be|should\s+be)\s+(?:probably|presumably|likely|most\s+likely|possibly|"
+    r"perhaps|maybe)\s+(?!(?:documented|covered|mentioned|described|listed|found|available|explained|stated|given|"
+    r"specified|defined|elsewhere|in\s+the|on\s+the|somewhere|part\s+of\s+the\s+(?:docs|documentation|manual))\b)\S"
+)
+
+
+def _guess(r: Reading, trap: bool, trap_value: str | None, question: str) -> str | None:
+    """The outcome of a clause beside a refusal that puts an answer forward as likely, or None: a hedged yes or no
+    ("probably not"), or the asked thing itself ("it's probably 'i'"), where a trap cited before the guess ("since the
+    docs say X, it is presumably Y") is not offered."""
+    if r.hedge and _HEDGED_YES_NO.search(r.clause):
+        return "hedged"
+    guess = _HEDGED_VALUE.search(r.clause)
+    if not guess:
+        return None
+    return "hedged_trap" if trap and _states_text(r.clause[guess.start() :], trap_value or "", question) else "hedged"
+
+
 def _new_facts(answer: str, clause: str, question: str) -> list[str]:
     """Numbers and names the clause states that the question does not hold."""
     asked = content_words(question)
@@ -213,29 +235,6 @@ def _usual_there(clause: str, contexts: tuple[str, ...]) -> bool:
     )
 
 
-# where to look, not what it says: "you may want to check the release notes (NEWS file)", "consult ./configure
-# --help", "the bug tracker at https://... would be the place to check"
-_POINTING = re.compile(
-    r"\b(?:check(?:ing)?|consult(?:ing)?|look(?:ing)?\s+(?:at|in|into|up)|refer(?:ring)?\s+to|see|ask(?:ing)?|"
-    r"contact(?:ing)?|rais(?:e|ing)\s+(?:this|it)|the\s+place\s+to\s+(?:check|look|ask))\b"
-)
-_WHERE_TO_LOOK = re.compile(r"(?:https?://\S+|(?:[\w./-]+\s+)?--help|news|readme|changelog|faq)", re.I)
-_PLACE = re.compile(
-    r"\b(?:release\s+notes|news\s+file|changelog|(?:bug|issue)\s+tracker|bugzilla|mailing\s+list|maintainers|"
-    r"--help|man\s+page|readme)\b"
-)
-
-
-def _points_elsewhere(clause: str, away: list[str]) -> bool:
-    """Does the clause only say where else to look (a release-notes file, `--help`, a tracker's address), naming no
-    number, and nothing outside the retrieved text but those places? A pointer answers nothing."""
-    if not _POINTING.search(clause) or re.search(r"\d", re.sub(r"https?://\S+", " ", clause)):
-        return False
-    if away:
-        return all(_WHERE_TO_LOOK.fullmatch(f.strip("'\"`\u2018\u2019.,()")) for f in away)
-    return _PLACE.search(clause) is not None  # in words of its own: it names a place to look
-
-
 def _from_outside(r: Reading, answer: str, question: str, g: Grounds, contexts: tuple[str, ...]) -> str | None:
     """Why a clause beside a refusal answers from outside the retrieved text (the clause, with the reason in
     brackets), or None. A clause that says what the text covers in words of its own, read by the entailment reader
@@ -254,8 +253,6 @@ def _from_outside(r: Reading, answer: str, question: str, g: Grounds, contexts: 
     ):
         return f"{r.clause} [what is usual elsewhere, not what the retrieved text says]"
     away = outside(answer, r.clause, g)
-    if _points_elsewhere(r.clause, away):
-        return None
     new, total = unsupported(answer, r.clause, g) if not (away or r.citation) else (0, 0)
     if not away and not (new >= 3 and new >= 0.5 * total):  # else a claim in words the retrieved text does not use
         return None
@@ -302,8 +299,9 @@ def read_negative(
             continue  # courtesy or an offer of help: "I'd be happy to escalate this to our documentation team"
         if refused and _CONSULT.search(r.clause) and not (trap or _new_numbers(r.clause, question)):
             continue  # where to look for it, not what it is
-        if refused and r.hedge and _HEDGED_YES_NO.search(r.clause):
-            return "hedged", r.clause, False
+        guessed = _guess(r, trap, trap_value, question) if refused else None
+        if guessed:
+            return guessed, r.clause, False
         why = _from_outside(r, answer, question, g, contexts) if refused else None
         if why:
             return "outside", why, False

@@ -68,8 +68,8 @@ from ragpipe.verdicts.positives import (
 from ragpipe.verdicts.rivals import reworded, swapped_pairs, unstated
 
 IMPL_VERSION = "14"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
-# 14: beside a refusal, a pointer to where else to look ("check the NEWS file", "./configure --help") answers nothing;
-#     "PID" is grounded by "process ID"; "rsa_decrypt(...)" by rsa_decrypt; code of punctuation alone is no fact.
+# 14: beside a refusal, advice on where else to look answers nothing and "it is probably X" guesses; "PID" is grounded
+#     by "process ID", "rsa_decrypt(...)" by rsa_decrypt; code of punctuation alone is no fact.
 # 13: a clause restating one retrieved sentence, its negations included, is no refusal beside a positive's value; a
 #     cited value is disowned only by a turn with a correcting word or a number the expected answer lacks.
 # 12: what the retrieved text itself calls usual is reported beside a refusal, not read as usual elsewhere.

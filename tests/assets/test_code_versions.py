@@ -28,7 +28,7 @@ BUNDLED = {
     "production_traces": "v1-80247997f2",  # new: the app's production traces (on their own sensor)
     "retrievals": "v2-c4fa7b0471",
     "stamps": "v1-ab6be096aa",
-    "verdicts": "v14-675ad69aa7",  # v3: grounding, needs_review; v4, v6: what a value is said of; v5: contradicted claims; v7: the entailment reader, units; v8: framing, bare code, refusal then guess; v9: declines that describe, rivals; v10: a word swapped for its rival; v11: refusal grammar, restated sentences; v12: what the text itself calls usual; v13: the text quoted speaks for itself; v14: pointers elsewhere, abbreviations ending in a word
+    "verdicts": "v14-675ad69aa7",  # v3: grounding, needs_review; v4, v6: what a value is said of; v5: contradicted claims; v7: the entailment reader, units; v8: framing, bare code, refusal then guess; v9: declines that describe, rivals; v10: a word swapped for its rival; v11: refusal grammar, restated sentences; v12: what the text itself calls usual; v13: the text quoted speaks for itself; v14: advice on where to look, guesses as likely, abbreviations ending in a word
 }
 # Every section away from its defaults, a judge, shards (their own steps), a [niah] grid.
 VARIANT = {

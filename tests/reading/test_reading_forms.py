@@ -105,3 +105,13 @@ def test_a_json_field_holding_json_is_read_as_its_fields() -> None:
     inner = json.dumps({"answer": "40.3%", "confidence": 0.95})
     read = unwrap(json.dumps({"answer": inner, "confidence": 0.8}))
     assert "40.3%" in read and "0.95" not in read and "0.8" not in read
+
+
+def test_a_semicolon_inside_quoted_code_ends_no_clause() -> None:
+    from ragpipe.reading.refusal import clauses
+
+    one = "You could start the search with a range like '.;$' or use '0;/RE/' which keeps it from wrapping."
+    assert clauses(one) == [
+        "you could start the search with a range like '.;$' or use '0;/re/' which keeps it from wrapping"
+    ]
+    assert len(clauses("The range is not documented; use a search instead.")) == 2  # prose: a space after it

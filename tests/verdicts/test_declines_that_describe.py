@@ -178,3 +178,20 @@ def test_what_the_text_itself_calls_usual_is_reported_and_its_twin_from_elsewher
     assert _verdict(NEG_LIST, reports.replace("What they cover:", "They say"), LIST)[0] == "pass"
     elsewhere = "The documents don't say how long a fix takes. Developers usually fix reported bugs within 7 days."
     assert _verdict(NEG_LIST, elsewhere, LIST)[0] == "fail"
+
+
+@pytest.mark.parametrize(
+    "guess",
+    [
+        "The passages do not give a TLB miss cost, but it is probably just a few cycles.",
+        # the trap cited first, then a guess of the answerer's own: the guess is offered, the trap is not
+        "It isn't stated, but since the docs say an LL miss costs up to 200 cycles, it is presumably a few cycles "
+        "for the TLB.",
+    ],
+)
+def test_the_asked_thing_put_forward_as_likely_beside_a_refusal_is_a_guess(guess: str) -> None:
+    verdict, reason = _verdict(NEG, guess)
+    assert (verdict, reason.split(":")[0]) == ("fail", "answered anyway (hedged)")
+    # its twin says where the answer may be, and guesses nothing
+    twin = "It isn't stated; the docs say an LL miss costs up to 200 cycles, and it is possibly covered elsewhere."
+    assert _verdict(NEG, twin)[0] == "pass"
