@@ -114,6 +114,8 @@ def wh_question(text: str, asked: Asked) -> str | None:
         return None  # "collections cost £30", "one is switching off 9,200 lights": "in 2019/20?" reads wrong
     if phrase.dep_ in _SUBJECTS and any(c.dep_ == "amod" and c.i > phrase.i for c in phrase.children):
         return None  # "The £1.4m unspent was mainly on ...": "how much unspent was" garbles the subject
+    if any(t.dep_ == "prep" and t.i < verb.i and not list(t.children) for t in doc):
+        return None  # "In 2023 reporters spent ...", parsed as "2023 reporters": the "In" would be left without its object
     if subject is not None and aside_after(subject, verb):
         return None  # "Long-term absence, meaning absence of more than four weeks, accounted for": an aside kept
     gone = {t.i for t in moved.subtree} - _held(moved, asked)
@@ -279,7 +281,8 @@ def _wh_phrase(phrase: Any, value: list[Any], asked: Asked) -> str:
 def _before_break(tokens: list[Any]) -> list[Any]:
     """Tokens up to the first comma, dash or bracket: an apposition or an aside is not part of the phrase."""
     clauses = [t for t in tokens if t.dep_ in ("relcl", "acl", "appos", "cc", "conj")]
-    stops = [t.left_edge.i for t in clauses if not (t.dep_ == "acl" and t.tag_ == "VBN" and not list(t.children))]
+    # a participle right after a noun is part of the phrase, with what it holds ("of days lost among officers")
+    stops = [t.left_edge.i for t in clauses if not (t.dep_ == "acl" and t.tag_ == "VBN" and t.nbor(-1).pos_ == "NOUN")]
     stops += [t.i for t in tokens if t.text in _BREAKS and (t.text != "-" or doc_spaced(t))]  # "non-credit" stays
     return [t for t in tokens if not stops or t.i < min(stops)]  # whole; "of water produced" stays
 
