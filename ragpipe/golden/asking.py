@@ -115,7 +115,7 @@ def wh_question(text: str, asked: Asked) -> str | None:
     if phrase.dep_ in _SUBJECTS and any(c.dep_ == "amod" and c.i > phrase.i for c in phrase.children):
         return None  # "The £1.4m unspent was mainly on ...": "how much unspent was" garbles the subject
     if any(t.dep_ == "prep" and t.i < verb.i and not list(t.children) for t in doc):
-        return None  # "In 2023 reporters spent ...", parsed as "2023 reporters": the "In" would be left without its object
+        return None  # "In 2023 reporters spent ...", parsed "2023 reporters": "In" left without its object
     if subject is not None and aside_after(subject, verb):
         return None  # "Long-term absence, meaning absence of more than four weeks, accounted for": an aside kept
     gone = {t.i for t in moved.subtree} - _held(moved, asked)
