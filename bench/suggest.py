@@ -41,6 +41,8 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py highways --negatives 40      # bench/data/suggest/highways (10 documents)
     .venv/bin/python bench/suggest.py thesaurus --negatives 40     # bench/data/suggest/thesaurus (12 articles)
     .venv/bin/python bench/suggest.py constabulary --negatives 40  # bench/data/suggest/constabulary (10 documents)
+    .venv/bin/python bench/suggest.py treasury --negatives 40      # bench/data/suggest/treasury (12 articles)
+    .venv/bin/python bench/suggest.py envhealth --negatives 40     # bench/data/suggest/envhealth (10 documents)
     .venv/bin/python bench/suggest.py example --negatives 40       # examples/corpus (the bundled example)
     .venv/bin/python bench/suggest.py omnibus --negatives 40       # bench/data/suggest/omnibus (12 articles)
     .venv/bin/python bench/suggest.py ambulance --negatives 40     # bench/data/suggest/ambulance (10 documents)
@@ -140,6 +142,10 @@ CORPORA = {
     # a county police force
     "thesaurus": (JUDGED / "thesaurus", []),
     "constabulary": (JUDGED / "constabulary", []),
+    # round 19, rules frozen after thesaurus and constabulary had been read: 12 encyclopedia articles; 10 documents of
+    # a city council's environmental health and trading standards service
+    "treasury": (JUDGED / "treasury", []),
+    "envhealth": (JUDGED / "envhealth", []),
 }
 
 

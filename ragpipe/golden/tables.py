@@ -138,7 +138,8 @@ def _plain(header: str) -> str:
 
 
 def _reads_as_measure(label: str, kind: str) -> bool:
-    """A short noun phrase that names a measure on its own: no verb ("Planning applications decided"), nothing
+    """A short noun phrase that names a measure on its own, or things counted and what was done to them ("Planning
+    applications decided", asked "how many ... were decided?"): no other verb ("Money saved or recovered"), nothing
     pointing back ("Visits to our visitor centres"), no bracket or footnote mark ("Peatland restored (hectares)",
     "EPS*"), not a name alone, five words at most; an amount of money names what it is ("Net sales", "Admissions
     income"; not "Tractors", a segment of a total the header names)."""
@@ -147,6 +148,8 @@ def _reads_as_measure(label: str, kind: str) -> bool:
     if kind == "money" and not set(re.findall(r"[a-z]+", label.lower())) & MONEY_WORDS:
         return False
     doc = _parsed(label)
+    if kind == "count" and done_to(label):
+        return True  # "Noise complaints received": asked "how many noise complaints were received?"
     if kind == "count" and not _plural(doc) and doc[-1].lower_ not in MEASURE_NOUNS:
         return False  # "Container", "Weekday": a count of what? ("Population", "Births" say it)
     if kind == "percent" and _plural(doc):
@@ -159,6 +162,18 @@ def _reads_as_measure(label: str, kind: str) -> bool:
     if any(e.start == 0 and e.end == len(named) and e.label_ in _NAMES for e in named.ents):
         return False  # "Thornby": a row per place, the measure is elsewhere (read in its own case, as written)
     return any(t.pos_ == "NOUN" for t in doc)
+
+
+def done_to(label: str) -> tuple[str, str] | None:
+    """(things, participle) of a row that counts things something was done to ("Noise complaints received",
+    "Prosecutions concluded", "Defects repaired"): plural nouns, then one past participle; else None."""
+    doc = _parsed(label)
+    if len(doc) < 2 or doc[-1].pos_ != "VERB" or not (doc[-1].tag_ == "VBN" or doc[-1].lower_.endswith("ed")):
+        return None
+    things = doc[:-1]
+    if things[-1].tag_ != "NNS" or any(t.pos_ not in ("NOUN", "PROPN", "ADJ") for t in things):
+        return None
+    return things.text, doc[-1].text
 
 
 def _parsed(label: str) -> Any:
@@ -246,8 +261,8 @@ def _column(
     if len(row) <= col or not _CELL.match(row[col]):
         return []
     kind = _kind(row[col], table.header[col])
-    if not _reads_as_measure(_plain(table.header[col]), kind):
-        return []
+    if not _reads_as_measure(_plain(table.header[col]), kind) or done_to(_plain(table.header[col])):
+        return []  # "Visitors counted" of an article's subject: no template asks it
     c = _candidate(table, chunks, row, col, kind, period, _plain(table.header[col]), title, stated)
     return [c] if c else []
 
@@ -290,6 +305,9 @@ def row_question(c: Candidate, period: str, named: bool = False) -> str:
     Corpus.written_as_name)."""
     keep = named or c.label[1:2].isupper()
     label = c.label if keep else c.label[:1].lower() + c.label[1:]
+    done = done_to(label) if c.value.kind == "count" and not c.of else None
+    if done:
+        return f"In {period}, how many {done[0]} were {done[1]}?"
     plural = _plural(_parsed(c.label))
     if plural and c.value.kind == "count":
         return (

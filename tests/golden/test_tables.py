@@ -73,6 +73,20 @@ def test_rows_that_name_a_measure_are_asked_by_a_template() -> None:
     assert row_candidates([t], {"r.md": [("ch_1", "another text")]}) == []  # a row no chunk holds asks nothing
 
 
+def test_a_row_counting_things_something_was_done_to_asks_how_many_were() -> None:
+    table = Table(
+        "r.md",
+        ("Measure", "2021/22", "2022/23"),
+        (
+            ("Noise complaints received", "4,318", "3,902"),
+            ("Money saved or recovered for residents", "412", "538"),  # two verbs and a phrase: no template
+            ("Complaints upheld by the ombudsman", "4", "6"),  # a phrase after the participle: none either
+        ),
+    )
+    rows = row_candidates([table], _chunks(table))
+    assert [row_question(c, "2020/21") for c in rows] == ["In 2020/21, how many noise complaints were received?"]
+
+
 def test_a_capital_is_a_names_where_the_corpus_writes_it_so_inside_running_text() -> None:
     docs = {"d.md": "Fares\n\nThe 4 Fare revenue lines rose at Thornby and Kelby. The fare revenue of Thornby rose."}
     corpus = Corpus([s for d, t in docs.items() for s in sentences_of(d, d, t)], docs)
