@@ -43,6 +43,8 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py constabulary --negatives 40  # bench/data/suggest/constabulary (10 documents)
     .venv/bin/python bench/suggest.py treasury --negatives 40      # bench/data/suggest/treasury (12 articles)
     .venv/bin/python bench/suggest.py envhealth --negatives 40     # bench/data/suggest/envhealth (10 documents)
+    .venv/bin/python bench/suggest.py anthology --negatives 40     # bench/data/suggest/anthology (12 articles)
+    .venv/bin/python bench/suggest.py waterco --negatives 40       # bench/data/suggest/waterco (10 documents)
     .venv/bin/python bench/suggest.py example --negatives 40       # examples/corpus (the bundled example)
     .venv/bin/python bench/suggest.py omnibus --negatives 40       # bench/data/suggest/omnibus (12 articles)
     .venv/bin/python bench/suggest.py ambulance --negatives 40     # bench/data/suggest/ambulance (10 documents)
@@ -146,6 +148,10 @@ CORPORA = {
     # a city council's environmental health and trading standards service
     "treasury": (JUDGED / "treasury", []),
     "envhealth": (JUDGED / "envhealth", []),
+    # round 20, rules frozen after treasury and envhealth had been read: 12 encyclopedia articles; 10 documents of a
+    # regional water and sewerage company
+    "anthology": (JUDGED / "anthology", []),
+    "waterco": (JUDGED / "waterco", []),
 }
 
 
