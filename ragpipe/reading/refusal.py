@@ -155,7 +155,7 @@ _BASED_ON = re.compile(r"\b(?:based\s+on|going\s+by|from\s+what)\b")
 # refusal it introduces an answer from outside the context, whatever follows.
 _OWN_KNOWLEDGE = re.compile(
     r"\b(?:(?:general|common|background|prior|outside|world|my\s+own|my|own)\s+knowledge|"
-    r"(?:from|in)\s+(?:my\s+)?(?:own\s+)?(?:general\s+|past\s+)?experience|"
+    r"(?:from|in)\s+(?:my\s+)?(?:own\s+)?(?:general\s+(?:[\w-]+\s+)?|past\s+)?experience|"  # "general Valgrind experience"
     r"(?:from|by|in|on)\s+general\s+(?:\w+\s+)?(?:practice|convention|usage|history|information|background)|"
     # a source the answer names that is not the retrieved text: "From the Debian news archive, 9.1 was released ..."
     r"(?:from|according\s+to|per)\s+(?:the\s+)?(?:[\w.-]+\s+){0,3}?(?:archives?|website|web\s+site|wiki|news|blog|"

@@ -115,3 +115,10 @@ def test_a_semicolon_inside_quoted_code_ends_no_clause() -> None:
         "you could start the search with a range like '.;$' or use '0;/re/' which keeps it from wrapping"
     ]
     assert len(clauses("The range is not documented; use a search instead.")) == 2  # prose: a space after it
+
+
+def test_experience_of_a_named_tool_is_the_answerers_own_knowledge() -> None:
+    (_, own) = read_answer("The pages don't describe it. From general Valgrind experience, C stops the prompts.")
+    assert own.own_knowledge
+    (_, cited) = read_answer("The pages don't describe it. The general Valgrind options are listed in section 2.")
+    assert not cited.own_knowledge
