@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ragpipe.reading import answer_matches, content_words, digits, facts, numbers, versions
+from ragpipe.reading import answer_matches, content_words, digits, facts, keys, numbers, versions
 from ragpipe.verdicts.entailed import replaced_claim
 from ragpipe.verdicts.positives import needs_whole
 
@@ -163,3 +163,28 @@ def unstated(text: str, expected: str, question: str, stated: set[float], v: Any
     if contradicted:
         return v("fail", f"answer does not state {expected!r}, and says {contradicted}")
     return v("fail", f"answer does not state {expected!r}: {text[:120]!r}", unsure=close and not other)
+
+
+def swapped_words(answer: str, expected: str) -> tuple[str, str] | None:
+    """(word, partner): an expected answer of two parts ("line buffered for interactive devices, fully buffered
+    otherwise", "diagnostics to standard error and help to standard output") and an answer that crosses them both
+    ways: one of its segments opens like one part and ends like the other, and another segment the other way round
+    ("fully buffered for interactive devices ... line buffered otherwise"). Each part is read by the words only it
+    holds: its first and its last. A segment holding both parts' first words is an aside, not a
+    swap ("line buffered when interactive (fully buffered otherwise)")."""
+    parts = [p for p in _PAIRS.split(expected.lower()) if p.strip()]
+    if len(parts) != 2 or _DATED.search(expected):
+        return None
+    words = [re.findall(r"[a-z0-9]+", p) for p in parts]
+    own = [[w for w in mine if keys(w) and w not in theirs] for mine, theirs in (words, words[::-1])]
+    if any(len(words) < 2 for words in own):
+        return None
+    (a_first, a_last), (b_first, b_last) = [(words[0], words[-1]) for words in own]
+    segments = [set(re.findall(r"[a-z0-9]+", s)) for s in _segments(answer)]
+
+    def crossed(first: str, last: str, own_last: str, other_first: str) -> bool:
+        return any(first in s and last in s and own_last not in s and other_first not in s for s in segments)
+
+    if crossed(a_first, b_last, a_last, b_first) and crossed(b_first, a_last, b_last, a_first):
+        return a_first, b_last
+    return None

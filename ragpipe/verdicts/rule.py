@@ -65,11 +65,12 @@ from ragpipe.verdicts.positives import (
     unsaid_beside,
     whole,
 )
-from ragpipe.verdicts.rivals import reworded, swapped_pairs, unstated
+from ragpipe.verdicts.rivals import reworded, swapped_pairs, swapped_words, unstated
 
 IMPL_VERSION = "14"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
 # 14: beside a refusal, advice on where else to look answers nothing and "it is probably X" guesses; "PID" is grounded
-#     by "process ID", "rsa_decrypt(...)" by rsa_decrypt; code of punctuation alone is no fact.
+#     by "process ID", "rsa_decrypt(...)" by rsa_decrypt; code of punctuation alone is no fact; an expected answer's
+#     two parts crossed both ways fail.
 # 13: a clause restating one retrieved sentence, its negations included, is no refusal beside a positive's value; a
 #     cited value is disowned only by a turn with a correcting word or a number the expected answer lacks.
 # 12: what the retrieved text itself calls usual is reported beside a refusal, not read as usual elsewhere.
@@ -255,7 +256,7 @@ def _beside(
     """The expected value is stated as the answer: what else the answer says, checked against the retrieved texts
     (a wrong conversion, names and numbers they do not hold, a claim they contradict or do not make)."""
     expected, question = test.expected_answer, test.question
-    swap = swapped_pairs(text, expected)
+    swap = swapped_pairs(text, expected) or swapped_words(text, expected)
     if swap:  # "103 bytes on Linux" where the expected answer pairs 107 with Linux
         return v(
             "fail", f"gives {swap[0]!r} beside {swap[1]!r}, which the expected answer {expected!r} pairs otherwise"

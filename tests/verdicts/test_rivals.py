@@ -9,7 +9,7 @@ import pytest
 from ragpipe.golden import GoldenTest
 from ragpipe.rag import Answer
 from ragpipe.verdicts import decide
-from ragpipe.verdicts.rivals import swapped_pairs
+from ragpipe.verdicts.rivals import swapped_pairs, swapped_words
 
 TEXT = "The maximum socket path length is 107 bytes on Linux and 103 bytes on macOS."
 POS = GoldenTest(
@@ -45,6 +45,16 @@ def test_pairs_are_read_only_where_the_expected_answer_gives_one_value_per_part(
     # a date's parts are one value, and a single value has nothing to pair
     assert swapped_pairs("Git 2.11, from November 2016", "Git 2.11 (November 2016)") is None
     assert swapped_pairs("It is 300 seconds on Linux.", "300 seconds") is None
+
+
+def test_the_words_of_two_parts_crossed_both_ways_are_a_swap_and_an_aside_is_not() -> None:
+    expected = "Line buffered for interactive devices, fully buffered otherwise"
+    assert swapped_words("It is fully buffered for interactive devices and line buffered otherwise.", expected)
+    assert swapped_words("Line buffered for interactive devices; otherwise fully buffered.", expected) is None
+    assert swapped_words("Line buffered when interactive (fully buffered otherwise).", expected) is None  # an aside
+    two = "diagnostic messages to standard error and help messages to standard output"
+    assert swapped_words("Diagnostic messages go to standard output and help messages to standard error.", two)
+    assert swapped_words("Diagnostic messages go to standard error, help messages to standard output.", two) is None
 
 
 OPTION_TEXT = (
