@@ -170,16 +170,16 @@ def swapped_words(answer: str, expected: str) -> tuple[str, str] | None:
     otherwise", "diagnostics to standard error and help to standard output") and an answer that crosses them both
     ways: one of its segments opens like one part and ends like the other, and another segment the other way round
     ("fully buffered for interactive devices ... line buffered otherwise"). Each part is read by the words only it
-    holds: its first and its last. A segment holding both parts' first words is an aside, not a
-    swap ("line buffered when interactive (fully buffered otherwise)")."""
+    holds: its first and its last. A segment holding both parts' first words is an aside, not a swap ("line
+    buffered when interactive (fully buffered otherwise)")."""
     parts = [p for p in _PAIRS.split(expected.lower()) if p.strip()]
     if len(parts) != 2 or _DATED.search(expected):
         return None
-    words = [re.findall(r"[a-z0-9]+", p) for p in parts]
-    own = [[w for w in mine if keys(w) and w not in theirs] for mine, theirs in (words, words[::-1])]
-    if any(len(words) < 2 for words in own):
+    a, b = (re.findall(r"[a-z0-9]+", p) for p in parts)
+    own_a, own_b = ([w for w in mine if keys(w) and w not in theirs] for mine, theirs in ((a, b), (b, a)))
+    if len(own_a) < 2 or len(own_b) < 2:
         return None
-    (a_first, a_last), (b_first, b_last) = [(words[0], words[-1]) for words in own]
+    a_first, a_last, b_first, b_last = own_a[0], own_a[-1], own_b[0], own_b[-1]
     segments = [set(re.findall(r"[a-z0-9]+", s)) for s in _segments(answer)]
 
     def crossed(first: str, last: str, own_last: str, other_first: str) -> bool:
