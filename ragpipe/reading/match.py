@@ -11,19 +11,12 @@ import unicodedata
 from dataclasses import dataclass
 
 from ragpipe.core import normalize_text
-from ragpipe.reading.notation import SCI, TINY, as_decimal, cased, mantissa_exponent, with_carets
+from ragpipe.reading.notation import SCI, TINY, as_decimal, cased, mantissa_exponent, other_bases, with_carets
 
 _SCALE = {
-    "k": 1e3,
-    "thousand": 1e3,
-    "m": 1e6,
-    "mn": 1e6,
-    "million": 1e6,
-    "millions": 1e6,
-    "b": 1e9,
-    "bn": 1e9,
-    "billion": 1e9,
-    "billions": 1e9,
+    **dict.fromkeys(("k", "thousand"), 1e3),
+    **dict.fromkeys(("m", "mn", "million", "millions"), 1e6),
+    **dict.fromkeys(("b", "bn", "billion", "billions"), 1e9),
 }
 _NUM = re.compile(
     r"(?<![\w.])[$\u20ac\u00a3]?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?(%|percent\b|thousand\b|millions?\b|billions?\b|bn\b|mn\b|[kmb]\b)?",
@@ -109,13 +102,8 @@ _MON = r"\b(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug
 _DATE_PATTERNS = [
     (re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"), ("y", "m", "d")),
     (re.compile(_MON + r"\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b", re.IGNORECASE), ("M", "d", "y")),
-    (
-        re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MON + r",?\s+(\d{4})\b", re.IGNORECASE),
-        ("d", "M", "y"),
-    ),
+    (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MON + r",?\s+(\d{4})\b", re.I), ("d", "M", "y")),
 ]
-
-
 _ISO_MONTH = re.compile(r"\b(\d{4})-(\d{2})\b(?!-\d)")
 _MONTH_YEAR = re.compile(_MON + r",?\s+(?:of\s+)?(\d{4})\b", re.IGNORECASE)
 
@@ -223,6 +211,15 @@ _GREEK = dict(
 )
 
 
+_ISO_TIME = re.compile(r"\b(\d{4}-\d{2}-\d{2})t(\d{2}:\d{2}(?::\d{2})?)z?\b")
+_CLOCK = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::(\d{2}))?(?![\d:])|\b(midnight)\b")
+
+
+def _clocks(text: str) -> set[tuple[int, int, int]]:
+    """Times of day: "06:28:15", "00:00" and "midnight" as (h, m, s)."""
+    return {(int(h or 0), int(m or 0), int(s or 0)) for h, m, s, _ in _CLOCK.findall(text)}
+
+
 def _canonical(text: str) -> str:
     """Digits for number words, "v1.6" as "1.6", "0..100" as "0 to 100", Greek letters spelled out ("TGF-\u03b2" =
     "TGF-beta"), centuries in one form ("19th century" = "the 1800s"): the form every comparison below reads."""
@@ -231,6 +228,8 @@ def _canonical(text: str) -> str:
     out = re.sub(r"(?<![\w.])v(?=\d)", "", digits(text), flags=re.IGNORECASE)
     out = re.sub(r"\b(\d{1,2})(?:st|nd|rd|th)\s+century\b", r"century\1", out)
     out = SCI.sub(as_decimal, out)
+    out = other_bases(out)  # "2^20" = "0x100000" = "1048576"
+    out = _ISO_TIME.sub(r"\1 \2", out)  # "1970-01-01t00:00:01z" = "1970-01-01 00:00:01"
     out = TINY.sub(lambda m: "sci{:g}e{}".format(*mantissa_exponent(float(m.group(0)))), out)  # 0.000000001 = 1e-09
     out = re.sub(r"\b(\d{1,2})00s\b", lambda m: f"century{int(m.group(1)) + 1}", out)
     return re.sub(r"(?<=\d)\s*\.\.\.?\s*(?=\d)", " to ", out)
@@ -333,9 +332,12 @@ def _structured_match(answer: str, expected: str) -> Match:
     ca, ce = normalize_text(answer_c), normalize_text(expected_c)
     if ce and (_contains(ca, ce) or _contains(_compact(ca), _compact(ce))):
         return Match(True, "contains")
+    if re.fullmatch(r"[0-9a-f]*[a-f][0-9a-f]*", e) and _contains(a, "0x" + e):  # "0xFFFFFFFF" for "ffffffff"
+        return Match(True, "contains")
     exp_dates = dates(expected_c)
-    if exp_dates:
-        return Match(True, "date") if set(exp_dates) <= set(dates(answer_c)) else Match(False, "no")
+    if exp_dates:  # a time of day beside a date is part of it ("2106-02-07 06:28:15" is not "... 06:28:16")
+        same = set(exp_dates) <= set(dates(answer_c)) and _clocks(expected_c) <= _clocks(answer_c)
+        return Match(True, "date") if same else Match(False, "no")
     exp_months = months(expected_c)
     if exp_months:
         return Match(True, "date") if set(exp_months) <= set(months(answer_c)) else Match(False, "no")

@@ -1,6 +1,7 @@
 """Scientific notation as people type it: its written forms, the decimal each stands for, and where it stands in a
-text (ragpipe.reading.match compares values through these; ragpipe.reading.grounding grounds them as one value); and
-code whose case is part of how it is written ("-l" is not "-L")."""
+text (ragpipe.reading.match compares values through these; ragpipe.reading.grounding grounds them as one value);
+powers of other bases and hexadecimal literals as decimals; and code whose case is part of how it is written ("-l" is
+not "-L")."""
 
 from __future__ import annotations
 
@@ -37,13 +38,15 @@ def with_carets(text: str) -> str:
 
 def notations(text: str) -> list[tuple[int, int, float]]:
     """(start, end, value) of each value written in scientific notation in `text` (superscript exponents: through
-    with_carets first): "2.5 x 10^-3 m" gives (0, 11, 0.0025)."""
+    with_carets first), or as a power of another base or in hexadecimal: "2.5 x 10^-3 m" gives (0, 11, 0.0025),
+    "2^20" (0, 4, 1048576.0)."""
     out = []
     for m in SCI.finditer(text):
         mantissa, exponent = _parts(m)
         # written as a float literal: "719483e547" (a commit hash in release notes) is inf, not an OverflowError
         out.append((m.start(), m.end(), float(f"{mantissa}e{exponent}")))
-    return out
+    out += [(m.start(), m.end(), float(other_bases(m.group(0)))) for p in (_POWER, _HEX) for m in p.finditer(text)]
+    return sorted(out)
 
 
 def _parts(m: re.Match[str]) -> tuple[str, int]:
@@ -64,6 +67,20 @@ def as_decimal(m: re.Match[str]) -> str:
     if value != 0 and abs(value) < Decimal("0.0001"):
         return f"sci{float(mantissa):g}e{exponent}"
     return format(value.normalize(), "f")
+
+
+# "2^20", "2**20", "2^{32}", "2^16 - 1"
+_POWER = re.compile(
+    r"(?<![\w.])([2-9])\s*(?:\^|\*\*)\s*\{?(\d{1,2})\}?(?:\s*[-\u2212]\s*(1)(?!\w|\.\d|\s*[\^*]))?(?!\w|\.\w)"
+)
+_HEX = re.compile(r"(?<![\w.])0[xX]([0-9a-fA-F]{2,16})(?!\w|\.\w)")  # "0x100000", "0xFFFFFFFF"
+
+
+def other_bases(text: str) -> str:
+    """Powers of a base other than 10 and hexadecimal literals as the decimals they equal: "2^20" and "0x100000"
+    -> "1048576" (powers of 10 are SCI's)."""
+    text = _POWER.sub(lambda m: str(int(m.group(1)) ** int(m.group(2)) - int(m.group(3) or 0)), text)
+    return _HEX.sub(lambda m: str(int(m.group(1), 16)), text)
 
 
 def cased(token: str) -> bool:

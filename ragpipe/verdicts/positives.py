@@ -228,15 +228,19 @@ _ADDS = re.compile(r"\s*(?:\(|,?\s+i\.e\.[,\s])")  # not a semicolon: "X; Y" may
 def heads(expected: str) -> list[str]:
     """The value an expected answer gives before what it adds about it, and a one-word alternative name it gives in
     parentheses: "1000 entries (can be overridden by OCTAVE_HISTSIZE)" -> ["1000 entries"]; "Approximate minimum degree
-    (GLP_ORD_AMD)" -> ["Approximate minimum degree", "GLP_ORD_AMD"]. A bare yes or no, a head of more than six words,
+    (GLP_ORD_AMD)" -> ["Approximate minimum degree", "GLP_ORD_AMD"]; "the -s option (--standard)" -> ["the -s option",
+    "-s", "--standard"]. A bare yes or no, a head of more than six words,
     or an expected answer with a second part after a semicolon has none: []."""
     m = _ADDS.search(expected)
     if not m or re.search(r";(?![^()]*\))", expected):  # "X (...); Y" answers two things: X is not all of it
         return []
-    head = expected[: m.start()].strip(" ,.;:")
+    head = expected[: m.start()].strip(" ,.;:'\"\u2018\u2019\u201c\u201d")  # "'1048576' (1 megabyte)": the number
     if not head or len(head.split()) > 6 or head.lower() in ("yes", "no"):
         return []
     out = [head]
+    named = re.fullmatch(r"(?:the\s+)?(\S+)\s+(?:option|flag|switch|command|variable|key)", head, re.I)
+    if named:  # "the -s option" is named by "-s"
+        out.append(named.group(1))
     inside = re.match(r"\(\s*([^()\s]+)\s*\)\s*$", expected[m.start() :].strip())
     if inside and not re.fullmatch(r"[\d.,]+", inside.group(1)):
         out.append(inside.group(1))
@@ -377,4 +381,4 @@ def terse(text: str, expected: str, question: str, contexts: tuple[str, ...]) ->
     """Does the answer say nothing but what the expected answer and the question hold (framing aside, and a sentence
     it restates from the retrieved text adding nothing)?"""
     own = [c for c in claims_of(text) if not said_as_written(c, contexts)]
-    return not content_words(" ".join(own)) - content_words(f"{expected} {question}")
+    return not content_words(" ".join(own)) - content_words(f"{expected} {question} use")  # "Use -q (or --quiet)."

@@ -12,22 +12,28 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragpipe.reading import answer_matches, content_words, digits, facts, keys, numbers, versions
+from ragpipe.reading.notation import other_bases
 from ragpipe.verdicts.entailed import replaced_claim
 from ragpipe.verdicts.positives import needs_whole
 
 
 def _kin(a: str, b: str) -> bool:
     """Two pieces of code of one family: a shared head or tail up to a separator ("GLP_ORD_QMD" and "GLP_ORD_AMD",
-    "--cache-sim" and "--branch-sim", "XZ_DEFAULTS" and "XZ_OPT"), neither holding the other."""
+    "--cache-sim" and "--branch-sim", "XZ_DEFAULTS" and "XZ_OPT", "$prefix/lib/gettext" and "$prefix/share/gettext"),
+    neither holding the other; or one written with another separator ("wget.log" and "wget-log")."""
     if a in b or b in a:
         return False
+    if len(a) == len(b) and re.sub(r"[-_.]", "", a) == re.sub(r"[-_.]", "", b):
+        return True
     head = len(os.path.commonprefix([a, b]))
     tail = len(os.path.commonprefix([a[::-1], b[::-1]]))
-    return (head >= 3 and a[head - 1] in "_-.=:") or (tail >= 4 and a[-tail] in "_-.=:")
+    return (head >= 3 and a[head - 1] in "_-.=:/@") or (tail >= 4 and a[-tail] in "_-.=:/@")
 
 
 def _codes(text: str) -> list[str]:
-    return [f.text.lower().strip("`.,") for f in facts(text) if f.kind == "code"]
+    """Code the text names, and its e-mail addresses ("bug-gzip@gnu.org"), in lower case."""
+    emails = re.findall(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", text)
+    return [f.text.lower().strip("`.,") for f in facts(text) if f.kind == "code"] + [e.lower() for e in emails]
 
 
 def rival_code(answer: str, expected: str, question: str) -> tuple[str, str] | None:
@@ -57,7 +63,7 @@ def rival_number(answer: str, expected: str, question: str) -> tuple[float, floa
         x
         for f in facts(answer)
         if f.kind == "number" and not re.search(r"[A-Za-z]", f.text) and not any(a <= f.start < b for a, b in quoted)
-        for x in numbers(digits(f.text))
+        for x in numbers(other_bases(digits(f.text)))  # "2^20" is one number
     }
     missing, other = want - set(numbers(digits(answer))) - asked, said - want - asked  # missing: nowhere at all
     other = {  # the same number scaled: 0.5 for 50 %, 48.7 of "48.7 million", 50 % for 0.5

@@ -65,9 +65,11 @@ from ragpipe.verdicts.positives import (
     unsaid_beside,
     whole,
 )
-from ragpipe.verdicts.rivals import reworded, swapped_pairs, swapped_words, unstated
+from ragpipe.verdicts.rivals import reworded, rival_code, swapped_pairs, swapped_words, unstated
 
-IMPL_VERSION = "14"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
+IMPL_VERSION = "15"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
+# 15: "2^20", "0x100000" and ISO times are values; a date's time of day must match; code or an address of the
+#     expected answer's family fails in a worded match; "the -s option" is named by "-s", "Use -q (or --quiet)" terse.
 # 14: beside a refusal, advice on where else to look answers nothing and "it is probably X" guesses; "PID" is grounded
 #     by "process ID", "rsa_decrypt(...)" by rsa_decrypt; code of punctuation alone is no fact; an expected answer's
 #     two parts crossed both ways fail.
@@ -369,6 +371,9 @@ def _positive(
             break
     hedged = {i for i in stating if readings[i].hedge and not quoted_source(text, readings[i].clause, contexts)}
     if m.matched and (not stating or any(i not in hedged and not readings[i].refusal for i in stating)):
+        rival = rival_code(text, expected, question)  # matched by its words, with another address or path in it
+        if rival:
+            return v("fail", f"names {rival[0]!r} where the expected answer has {rival[1]!r}")
         if (
             m.how == "words"
             and needs_whole(expected, question)

@@ -137,3 +137,11 @@ def test_binary_prefixes_are_exact_byte_counts_and_decimal_ones_stay_apart() -> 
     assert answer_matches("2 KiB", "2048 bytes").matched and answer_matches("1024 KiB", "1 MiB").matched
     assert not answer_matches("64 KiB", "1 MiB").matched
     assert not answer_matches("1 MB", "1 MiB").matched  # a megabyte is 1,000,000 or 1,048,576 by convention
+
+
+def test_a_time_of_day_beside_a_date_is_part_of_the_date() -> None:
+    expected = "1970-01-01 00:00:01 through 2106-02-07 06:28:15 UTC"
+    assert answer_matches('{"min": "1970-01-01T00:00:01Z", "max": "2106-02-07T06:28:15Z"}', expected).matched
+    assert not answer_matches("From 1970-01-01 00:00:00 through 2106-02-07 06:28:16 UTC.", expected).matched
+    assert answer_matches("At midnight UTC on 1 January 1970.", "January 1st, 1970, 00:00:00 UTC").matched
+    assert not answer_matches("At noon on 1 January 1970, 12:00:00.", "January 1st, 1970, 00:00:00 UTC").matched

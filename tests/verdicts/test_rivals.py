@@ -145,3 +145,55 @@ def test_code_whose_case_is_part_of_it_is_matched_in_its_case_and_a_stated_null_
     )  # fmt: skip
     v = decide(null, ("a",), "unchanged", ["a"], Answer("The prefix is null.", 0, 0, 0), (), "t", contexts=[ns])
     assert v.verdict == "pass", v.reason
+
+
+MAIL_TEXT = (
+    "Please send bug reports to bug-tarpit@example.org and include the output of 'tarpit -V'. The rules are read "
+    "from tarpit_rules.conf, installed under `$prefix/share/tarpit`."
+)
+
+
+@pytest.mark.parametrize(
+    ("expected", "right", "rival"),
+    [
+        (
+            "bug-tarpit@example.org; run 'tarpit -V'",
+            "Report them to bug-tarpit@example.org, and run `tarpit -V` for the version.",
+            "Report them to bug-gnu-tarpit@example.org, and run `tarpit -V` for the version.",
+        ),
+        ("tarpit_rules.conf", "They are read from tarpit_rules.conf.", "They are read from tarpit.rules.conf."),
+        ("`$prefix/share/tarpit`", "Under `$prefix/share/tarpit`.", "Under `$prefix/lib/tarpit`."),
+    ],
+)
+def test_an_address_file_or_path_of_the_expected_family_in_its_place_fails(
+    expected: str, right: str, rival: str
+) -> None:
+    test = GoldenTest("m", "Where?", expected, "positive", 1, ["a"], MAIL_TEXT, "x.md", None, "t", "2026-01-01")
+
+    def verdict(answer: str) -> tuple[str, str]:
+        v = decide(test, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), (), "t", contexts=[MAIL_TEXT])
+        return v.verdict, v.reason
+
+    assert verdict(right)[0] == "pass"
+    got, reason = verdict(rival)
+    assert got == "fail" and "where the expected answer has" in reason
+
+
+def test_an_option_named_by_its_short_form_is_the_expected_option() -> None:
+    text = "'-q, --quiet' Do not print the normal welcome. POSIXLY_CORRECT is the same as the -s option."
+    quiet = GoldenTest(
+        "q", "Which option suppresses the welcome?", "-q (long form --quiet)", "positive", 1, ["a"], text, "x.md",
+        None, "t", "2026-01-01",
+    )  # fmt: skip
+    standard = GoldenTest(
+        "s", "Which option is POSIXLY_CORRECT equivalent to?", "the -s option (--standard)", "positive", 1, ["a"],
+        text, "x.md", None, "t", "2026-01-01",
+    )  # fmt: skip
+
+    def verdict(test: GoldenTest, answer: str) -> str:
+        return decide(test, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), (), "t", contexts=[text]).verdict
+
+    assert verdict(quiet, "Use -q (or --quiet).") == "pass"
+    assert verdict(quiet, "Use -w (or --warn).") == "fail"
+    assert verdict(standard, "So the answer is -s.") == "pass"
+    assert verdict(standard, "So the answer is -q.") == "fail"
