@@ -263,8 +263,9 @@ def _contains(a: str, e: str) -> bool:
 
 
 def _list_items(expected: str) -> list[str]:
+    """The parts of a list; a part that tells to run or use something is stated by naming it ("run 'gzip -V'")."""
     items = [normalize_text(x) for x in re.split(r",|;|\band\b|\bor\b|&|/", expected)]
-    return [x for x in items if x]
+    return [re.sub(r"^(?:run|use|type|pass|call)\s+(?=\S)", "", x) for x in items if x]
 
 
 _STOP = set(
@@ -277,6 +278,7 @@ _STOP = set(
 
 _DIGIT = re.compile(r"[0-9]")
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9.\-]*[a-z0-9]|[a-z0-9]")
+_OPTION = re.compile(r"(?<![\w-])-[A-Za-z](?![\w-])")  # a short option, whose one letter the words leave out
 
 
 def content_words(text: str) -> set[str]:
@@ -312,6 +314,9 @@ def _structured_match(answer: str, expected: str) -> Match:
     """Exact, contains, dates, versions, numbers, lists; how="no" when the expected value's structure (a date, a
     version) rules the answer out, so that words alone cannot match it."""
     answer = _years_for(answer, expected)
+    wanted, named = set(_OPTION.findall(re.sub(r"\([^()]*\)", " ", expected))), set(_OPTION.findall(answer))
+    if wanted - named and named - set(_OPTION.findall(expected)):  # "gzip -v" in the place of "gzip -V"
+        return Match(False, "no")
     token = expected.strip().strip("`")
     if " " not in token and cased(token) and answer != answer.lower() and token not in answer:
         if token.lower() in answer.lower():  # "-Lexpat" for "-lexpat", "BZH" for "BZh": code whose case is part of it

@@ -95,6 +95,10 @@ _REFUSAL_RULES = [
     r"\b(?:no|not\s+any|not\s+enough|insufficient|lack\s+of|lacks?|without)\s+(?:\w+\s+){0,2}?(?:information|info|mention|"
     r"data|details?|figures?|numbers?|records?|reference|indication|specifics|evidence|answer|statement|word|context|timings?|results?|benchmarks?|measurements?|statistics|"
     r"disclosure|value|date|version|entry|entries|listing|datasheet|documentation|coverage|note|notes|section)\b",
+    # "the passages give no TLB cost", "the retrieved notes contain no byte length for ..."
+    r"\b(?:documents?|docs|documentation|context|texts?|passages?|excerpts?|sources?|materials?|manuals?|notes|"
+    r"sections?|pages?|snippets?|chunks?)\b(?:\W+\w+){0,12}?\W+(?:gives?|gave|contains?|includes?|mentions?|lists?|"
+    r"provides?|states?|offers?|specif(?:y|ies)|shows?)\s+no\b",
     # "there is no X ... in the documents"
     rf"\bthere\s+(?:is|are|was|were)\s+no\b(?:\W+\w+){{0,10}}?\W+(?:in|among|within|across)\s+(?:\w+\s+)?{_SOURCE}\b",
     # passive: "not stated / specified / mentioned / covered / given ...", and "no X is given"
@@ -121,7 +125,7 @@ _HEDGE = re.compile(
     r"\b(?:probably|prob|prolly|likely|presumably|perhaps|possibly|maybe|plausibl[ey]|conceivabl[ey]|supposedly|apparently|"
     r"my\s+(?:best\s+)?guess|best\s+guess|i\s+would\s+(?:guess|assume|say|estimate|expect|think|go\s+with)|"
     r"i\s+(?:think|believe|suspect|assume|expect|estimate|imagine|reckon|guess)|"
-    r"(?:may|might|could|would)\s+(?:well\s+)?(?:be|have\s+been)|(?:it\s+)?(?:seems|appears)\s+(?:to\s+be|that|like)|"
+    r"(?:may|might|could|(?<!that\s)would)\s+(?:well\s+)?(?:be|have\s+been)|(?:it\s+)?(?:seems|appears)\s+(?:to\s+be|that|like)|"
     r"it\s+seems|"
     r"an?\s+(?:rough\s+)?estimate|extrapolat\w*|if\s+(?:it|this|that|you|we|they)\s+(?:is|was|were|are|mean|meant|refer)|"
     r"(?<![a-z]\s)assuming)\b"  # "Assuming X, ..." is the answerer's; "falls back to assuming X" the subject's

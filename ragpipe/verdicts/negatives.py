@@ -39,7 +39,9 @@ _DENIES = re.compile(
 _CONSULT = re.compile(
     r"\b(?:recommend|suggest|advise)\w*\s+(?:that\s+you\s+)?(?:ask|contact|consult|check|look|refer|verify|confirm|"
     r"escalat|rais|fil)\w*|\bplease\s+(?:check|consult|see|refer\s+to|contact|ask|look\s+(?:in|at))\b|"
-    r"\byou\s+(?:may|might)\s+want\s+to\s+(?:check|consult|look|ask|contact|refer)\b|\bnext\s+step\W+(?:consult|check|"
+    r"\byou\s+(?:may|might|could)\s+(?:want\s+to|be\s+able\s+to)\s+(?:check|consult|look|ask|contact|refer)\b|"
+    r"\b(?:would\s+be|is)\s+(?:where|the\s+place)\s+to\s+(?:look|check)\b|"
+    r"^\W*for\s+the\s+(?:exact|precise|definitive)\s+\w+\W+(?:check|consult|see)\b|\bnext\s+step\W+(?:consult|check|"
     r"contact|ask)\b|\byour\s+best\s+bet\b|\b(?:best|the)\s+place\s+to\s+(?:confirm|check|look|find)\b|"
     r"\brather\s+than\s+guessing\b|^\W*(?:please\s+)?(?:consult|contact|ask|refer\s+to|check\s+with)\b"
 )

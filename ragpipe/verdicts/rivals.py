@@ -11,8 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ragpipe.reading import answer_matches, content_words, digits, facts, keys, numbers, versions
-from ragpipe.reading.notation import other_bases
+from ragpipe.reading import answer_matches, content_words, digits, facts, keys, numbers, other_bases, versions
 from ragpipe.verdicts.entailed import replaced_claim
 from ragpipe.verdicts.positives import needs_whole
 

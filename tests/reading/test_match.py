@@ -145,3 +145,11 @@ def test_a_time_of_day_beside_a_date_is_part_of_the_date() -> None:
     assert not answer_matches("From 1970-01-01 00:00:00 through 2106-02-07 06:28:16 UTC.", expected).matched
     assert answer_matches("At midnight UTC on 1 January 1970.", "January 1st, 1970, 00:00:00 UTC").matched
     assert not answer_matches("At noon on 1 January 1970, 12:00:00.", "January 1st, 1970, 00:00:00 UTC").matched
+
+
+def test_a_short_option_of_the_expected_answer_is_stated_only_as_written() -> None:
+    expected = "bug-tarpit@example.org; run 'tarpit -V'"
+    assert answer_matches('{"report_to": "bug-tarpit@example.org", "version": "tarpit -V"}', expected).matched
+    assert not answer_matches("Mail bug-tarpit@example.org with the output of tarpit -v.", expected).matched
+    assert answer_matches("Pipe zcat file.gz into wc -c.", "zcat file.gz | wc -c").matched
+    assert not answer_matches("Pipe zcat file.gz into wc -l.", "zcat file.gz | wc -c").matched

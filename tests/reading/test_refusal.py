@@ -26,6 +26,8 @@ from ragpipe.verdicts import decide
         "The changelog does not list a version for that change.",
         '{"answer": null, "reason": "not in the provided context"}',
         "**Not available** in these sources.",
+        "The passages give no TLB cost.",  # the source as subject, "gives / contains / lists no" what is asked
+        "The retrieved release notes contain no byte length for object names.",
     ],
 )
 def test_paraphrased_refusals(answer: str) -> None:
@@ -39,6 +41,8 @@ def test_paraphrased_refusals(answer: str) -> None:
         "Revenue was $48.7 million.",
         "If no encoding declaration is found, UTF-8 is assumed.",
         "Yes, version 2 allows three days per week.",
+        "The option gives no output when the file is empty.",  # a subject, not the source, that gives no X
+        "The names OLD and NEW contain no slashes.",
     ],
 )
 def test_statements_are_not_refusals(answer: str) -> None:

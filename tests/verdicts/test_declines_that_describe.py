@@ -45,6 +45,18 @@ def _verdict(test: GoldenTest, answer: str, text: str = TEXT) -> tuple[str, str]
             "`valgrind --help` for that detail.",
             "No TLB figure is documented. The NEWS file for 3.19 says it is 30 cycles.",
         ),
+        (  # advice on how to find out, in other words: "you may be able to check", "would be where to look"
+            "No TLB figure is documented. You may be able to check with `perf stat` on your own machine.",
+            "No TLB figure is documented. You may be able to check, but it is 45 cycles on most machines.",
+        ),
+        (
+            "No TLB figure is documented; the processor vendor's manuals would be where to look.",
+            "No TLB figure is documented; the processor vendor's manuals put it at 45 cycles.",
+        ),
+        (
+            "The passages give no TLB cost. For the exact figure, check the simulator's source.",
+            "The passages give no TLB cost. For the exact figure, it is 45 cycles in the simulator's source.",
+        ),
         (  # code named with a kind suffix is the code of the text
             "No TLB figure is documented; the passages only cover Value16-style suppression types and cache misses.",
             "No TLB figure is documented; it is probably like the Value32-style cost of 40 cycles.",

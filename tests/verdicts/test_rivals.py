@@ -197,3 +197,32 @@ def test_an_option_named_by_its_short_form_is_the_expected_option() -> None:
     assert verdict(quiet, "Use -w (or --warn).") == "fail"
     assert verdict(standard, "So the answer is -s.") == "pass"
     assert verdict(standard, "So the answer is -q.") == "fail"
+
+
+def test_a_command_matched_by_its_words_keeps_its_short_options() -> None:
+    text = "To get the uncompressed size of all members, use: zcat file.gz | wc -c"
+    test = GoldenTest(
+        "z", "Which command gives the uncompressed size?", "zcat file.gz | wc -c", "positive", 1, ["a"], text,
+        "x.md", None, "t", "2026-01-01",
+    )  # fmt: skip
+
+    def verdict(answer: str) -> str:
+        return decide(test, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), (), "t", contexts=[text]).verdict
+
+    assert verdict("Pipe zcat of file.gz into wc -c.") == "pass"
+    assert verdict("Pipe zcat of file.gz into wc -l.") == "fail"
+
+
+def test_that_would_be_the_value_answers_and_a_would_be_guess_does_not() -> None:
+    text = "The -c option prints the byte code instead of running the program."
+    test = GoldenTest(
+        "c", "Which option prints the byte code?", "-c", "positive", 1, ["a"], text, "x.md", None, "t", "2026-01-01"
+    )
+
+    def verdict(answer: str) -> tuple[str, str]:
+        v = decide(test, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), (), "t", contexts=[text])
+        return v.verdict, v.reason
+
+    assert verdict("That would be -c! It prints the byte code instead of running the program.")[0] == "pass"
+    got, reason = verdict("It could be -c, I suppose.")
+    assert got == "fail" and "guess" in reason
