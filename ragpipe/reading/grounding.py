@@ -9,6 +9,7 @@ everything here is deterministic and offline.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -249,7 +250,7 @@ def grounded(fact: Fact, g: Grounds) -> bool:
     if fact.kind == "number":
         sci = notations(fact.text)
         if sci and sci[0][:2] == (0, len(fact.text)):  # the whole fact is one value in scientific notation
-            return round(sci[0][2], 12) in g.values
+            return round(sci[0][2], 12) in g.values or _rounded(sci[0][2], fact.text, g)
         vals = numbers(digits(fact.text)) or [float(x) for x in re.findall(r"\d+(?:\.\d+)?", fact.text)]
         parts = [float(x) for x in re.findall(r"\d+(?:\.\d+)?", fact.text.replace(",", ""))]
         if not parts and not vals:  # a scale or number word alone ("million", "dozen"): by word
@@ -287,6 +288,14 @@ def _as_written(piece: str, g: Grounds) -> bool:
         return float(piece) in g.values
     bounded = r"(?<!\w)" + re.escape(_spaced(piece)) + r"(?!\w)"  # "threading.stack_size"
     return re.search(bounded, _spaced(g.text)) is not None
+
+
+def _rounded(value: float, written: str, g: Grounds) -> bool:
+    """A value in scientific notation with a mantissa of three or more digits ("2.386e7", "4.29 x 10^9") that is a
+    number of the text rounded to those digits: 23,860,929 and 4,294,967,296 written short."""
+    mantissa = re.search(r"\d+\.\d+", written)
+    sig = len(mantissa.group().replace(".", "").lstrip("0")) if mantissa else 0
+    return sig >= 3 and any(v and math.isclose(float(f"{v:.{sig}g}"), value, rel_tol=1e-9) for v in g.values)
 
 
 def _acronym_of(name: str, g: Grounds) -> bool:

@@ -120,3 +120,11 @@ def test_a_hexadecimal_literal_is_one_number_and_a_bare_hex_value_is_met_with_it
     test = _test("positive", "1048576 bytes", "The default buffer is 1048576 bytes.")
     assert _verdict(test, "The default buffer is 2^20 bytes.")[0] == "pass"
     assert _verdict(test, "The default buffer is 2^21 bytes.")[0] == "fail"
+
+
+def test_a_value_of_the_text_written_short_is_no_outside_claim_and_a_wrong_rounding_is() -> None:
+    test = _test("positive", "23,860,929 digits", "Numbers above 23,860,929 digits may be multiplied wrongly.")
+    assert _verdict(test, "23,860,929 digits (about 2.386e7).")[0] == "pass"
+    assert _verdict(test, "23,860,929 digits (about 2.39 x 10^7).")[0] == "pass"
+    assert _verdict(test, "23,860,929 digits (about 2.396e7).")[0] != "pass"
+    assert _verdict(test, "23,860,929 digits (about 2.4 x 10^7).")[0] != "pass"  # two digits: not read as a rounding
