@@ -184,7 +184,7 @@ _SOURCE_NOUN = (
 _CITE_STRONG = re.compile(
     rf"\b(?:^(?:but\s+|and\s+)?they\s+(?:only\s+)?(?:say|state|mention|note|describe|list|give|report)|"
     r"^(?:but\s+|and\s+)?it\s+(?:also\s+|only\s+|further\s+)?(?:says|states|mentions|notes|describes|lists|gives|"
-    rf"reports|explains)\b|according\s+to|the\s+{_SOURCE_NOUN}\s+(?:\w+\s+){{0,3}}?(?:says?|states?|mentions?|reports?|gives?|lists?|"
+    rf"reports|explains)\b|according\s+to|the\s+(?:[\w.-]+\s+){{0,2}}?{_SOURCE_NOUN}\s+(?:\w+\s+){{0,3}}?(?:says?|states?|mentions?|reports?|gives?|lists?|"
     r"shows?|refers?|describes?|covers?|provides?|contains?|includes?|discusses?|has|have|notes?|records?|sets?|"
     r"puts?|names?|quotes?|cites?|reads?)|(?:says?|states?|mentions?|reports?|lists?|shows?|refers?|describes?|"
     r"covers?|notes?|records?)\s+(?:that|a|an|the|only)|(?:what|all)\s+(?:it|they|the\s+\w+)\s+(?:do(?:es)?\s+)?"

@@ -207,3 +207,13 @@ def test_the_asked_thing_put_forward_as_likely_beside_a_refusal_is_a_guess(guess
     # its twin says where the answer may be, and guesses nothing
     twin = "It isn't stated; the docs say an LL miss costs up to 200 cycles, and it is possibly covered elsewhere."
     assert _verdict(NEG, twin)[0] == "pass"
+
+
+def test_a_source_named_with_its_modifiers_cites_and_its_hedge_is_the_sources() -> None:
+    cited = (
+        'The cache simulator section says an LL miss costs "up to 200 cycles" and that branch costs may be '
+        "10 to 30 cycles. Nothing there covers the TLB, so I can't give a TLB figure."
+    )
+    assert _verdict(NEG, cited)[0] == "pass"
+    guessed = "Nothing covers the TLB, so I can't give a TLB figure; it may be up to 200 cycles."
+    assert _verdict(NEG, guessed)[0] == "fail"
