@@ -70,7 +70,8 @@ from ragpipe.verdicts.rivals import reworded, rival_code, swapped_pairs, swapped
 IMPL_VERSION = "15"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
 # 15: "2^20", "0x100000" and ISO times are values; a date's time of day and a short option's letter must match; code
 #     or an address of the expected answer's family fails in a worded match; "the -s option" is named by "-s"; "the
-#     passages give no X" refuses; "that would be X" states X; "you may be able to check ..." points elsewhere.
+#     passages give no X" refuses; "that would be X" states X; "you may be able to check ..." points elsewhere;
+#     "the limits section says" cites; "2.386e7" is 23,860,929 written short.
 # 14: beside a refusal, advice on where else to look answers nothing and "it is probably X" guesses; "PID" is grounded
 #     by "process ID", "rsa_decrypt(...)" by rsa_decrypt; code of punctuation alone is no fact; an expected answer's
 #     two parts crossed both ways fail.
