@@ -226,3 +226,19 @@ def test_that_would_be_the_value_answers_and_a_would_be_guess_does_not() -> None
     assert verdict("That would be -c! It prints the byte code instead of running the program.")[0] == "pass"
     got, reason = verdict("It could be -c, I suppose.")
     assert got == "fail" and "guess" in reason
+
+
+def test_an_expected_answer_of_two_parts_with_asides_has_no_head_to_stand_for_it() -> None:
+    text = "'r' Number of socket messages received by the process. 's' Number of socket messages sent by the process."
+    test = GoldenTest(
+        "r", "Which specifiers report socket messages received and sent?", "%r (received) and %s (sent)", "positive",
+        1, ["a"], text, "x.md", None, "t", "2026-01-01",
+    )  # fmt: skip
+
+    def verdict(answer: str) -> str:
+        return decide(test, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), (), "t", contexts=[text]).verdict
+
+    from ragpipe.verdicts.positives import heads
+
+    assert heads(test.expected_answer) == [] and heads("-q (long form --quiet)") == ["-q"]
+    assert verdict("Use %s for messages received and %r for messages sent.") != "pass"  # "%r" alone is not all of it
