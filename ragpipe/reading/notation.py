@@ -84,7 +84,9 @@ def other_bases(text: str) -> str:
 
 
 def cased(token: str) -> bool:
-    """Is the token's case part of it: a short option ("-l" is not "-L") or a word with capitals after its first
-    letter and small letters too ("BZh", "XML_SetHashSalt")? "Scandinavia" and "GLP_ON" are read in any case."""
+    """Is the token's case part of it: a short option ("-l" is not "-L"), a format specifier ("%x" is not "%X") or a
+    word with capitals after its first letter and small letters too ("BZh", "XML_SetHashSalt")? "Scandinavia" and
+    "GLP_ON" are read in any case."""
     letters = re.sub(r"[^A-Za-z]", "", token[1:])
-    return bool(re.fullmatch(r"-[A-Za-z][\w-]*", token)) or (letters != letters.lower() and letters != letters.upper())
+    written = re.fullmatch(r"-[A-Za-z][\w-]*|%[A-Za-z]", token)
+    return bool(written) or (letters != letters.lower() and letters != letters.upper())

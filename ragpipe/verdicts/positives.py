@@ -234,7 +234,9 @@ def heads(expected: str) -> list[str]:
     m = _ADDS.search(expected)
     if not m or re.search(r";(?![^()]*\))", expected):  # "X (...); Y" answers two things: X is not all of it
         return []
-    if re.match(r"\s*\([^()]*\)\s*(?:and|or|,|&)\s*\S", expected[m.start() :]):  # "%r (received) and %s (sent)"
+    if re.match(
+        r"\s*\([^()]*\)\s*(?:(?:and|or|&)\s+\S|,\s*[^,()]{1,30}\()", expected[m.start() :]
+    ):  # "%r (in) and %s (out)"
         return []
     head = expected[: m.start()].strip(" ,.;:'\"\u2018\u2019\u201c\u201d")  # "'1048576' (1 megabyte)": the number
     if not head or len(head.split()) > 6 or head.lower() in ("yes", "no"):

@@ -128,3 +128,11 @@ def test_a_value_of_the_text_written_short_is_no_outside_claim_and_a_wrong_round
     assert _verdict(test, "23,860,929 digits (about 2.39 x 10^7).")[0] == "pass"
     assert _verdict(test, "23,860,929 digits (about 2.396e7).")[0] != "pass"
     assert _verdict(test, "23,860,929 digits (about 2.4 x 10^7).")[0] != "pass"  # two digits: not read as a rounding
+
+
+def test_a_format_specifier_is_read_in_its_case_as_a_short_option_is() -> None:
+    from ragpipe.reading import cased
+
+    assert cased("%x") and cased("-l") and not cased("Scandinavia")
+    assert not answer_matches("%X", "%x").matched
+    assert answer_matches("The %x specifier.", "%x").matched

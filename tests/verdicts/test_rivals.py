@@ -241,4 +241,6 @@ def test_an_expected_answer_of_two_parts_with_asides_has_no_head_to_stand_for_it
     from ragpipe.verdicts.positives import heads
 
     assert heads(test.expected_answer) == [] and heads("-q (long form --quiet)") == ["-q"]
+    assert heads("'p' (print), 'l' (list) and 'n' (enumerate)") == []  # a list, each part with its aside
+    assert heads("24 octets (192 bits), because parity bits are inserted") == ["24 octets"]  # an aside, then a reason
     assert verdict("Use %s for messages received and %r for messages sent.") != "pass"  # "%r" alone is not all of it
