@@ -33,6 +33,11 @@ FORMS = [
     ("1,000,000", "10 to the 6th", "10 to the 7th"),
     ("1,000,000", "ten to the sixth power", "ten to the fifth power"),
     ("30,000", "3 times 10 to the power of 4", "3 times 10 to the power of 5"),
+    # powers of another base and hexadecimal literals are their decimals too
+    ("1048576 bytes", "The buffer holds 2^20 bytes.", "The buffer holds 2^21 bytes."),
+    ("1048576 bytes", "The buffer holds 0x100000 bytes.", "The buffer holds 0x10000 bytes."),
+    ("65535", "The cap is 2^16 - 1.", "The cap is 2^15 - 1."),
+    ("4294967296", "It counts up to 2**32.", "It counts up to 2**31."),
 ]
 
 
@@ -96,30 +101,10 @@ def test_an_exponent_out_of_range_reads_without_an_error() -> None:
     assert _verdict(_test("negative", "not in documents", quote, "719483e547"), "Not stated.")[0] == "pass"
 
 
-@pytest.mark.parametrize(
-    ("expected", "right", "wrong"),
-    [
-        ("1048576 bytes", "The buffer holds 2^20 bytes.", "The buffer holds 2^21 bytes."),
-        ("1048576 bytes", "The buffer holds 0x100000 bytes.", "The buffer holds 0x10000 bytes."),
-        ("65535", "The cap is 2^16 - 1.", "The cap is 2^15 - 1."),
-        ("4294967296", "It counts up to 2**32.", "It counts up to 2**31."),
-    ],
-)
-def test_a_power_of_another_base_and_a_hexadecimal_literal_are_their_decimals(
-    expected: str, right: str, wrong: str
-) -> None:
-    assert answer_matches(right, expected).matched
-    assert not answer_matches(wrong, expected).matched
-
-
 def test_a_hexadecimal_literal_is_one_number_and_a_bare_hex_value_is_met_with_its_prefix() -> None:
     assert [round(v) for _, _, v in notations("Set it to 0x7e, or 2^16 - 1.")] == [126, 65535]
     assert answer_matches("0xFFFFFFFF, all 32 bits set.", "ffffffff").matched
     assert not answer_matches("0xFFFFFFFE", "ffffffff").matched
-    # a grounded sentence: "2^20" stands for the 1048576 of the retrieved text, not for a 2 and a 20
-    test = _test("positive", "1048576 bytes", "The default buffer is 1048576 bytes.")
-    assert _verdict(test, "The default buffer is 2^20 bytes.")[0] == "pass"
-    assert _verdict(test, "The default buffer is 2^21 bytes.")[0] == "fail"
 
 
 def test_a_value_of_the_text_written_short_is_no_outside_claim_and_a_wrong_rounding_is() -> None:
