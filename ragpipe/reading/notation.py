@@ -90,3 +90,42 @@ def cased(token: str) -> bool:
     letters = re.sub(r"[^A-Za-z]", "", token[1:])
     written = re.fullmatch(r"-[A-Za-z][\w-]*|%[A-Za-z]", token)
     return bool(written) or (letters != letters.lower() and letters != letters.upper())
+
+
+_OPT = r"(?<![\w-])--?[A-Za-z\d][\w-]*"
+_SPELLINGS = re.compile(  # "-s (--strict)", "-q (long form --quiet)", "--norc (short form -f)", "-n, --name=NAME"
+    rf"\s*({_OPT})(?:=\S*)?\s*(?:[,/]|\(\s*(?:(?:long|short)\s+form:?\s*)?)\s*({_OPT})(?:=\S*)?\s*\)?\s*"
+)
+# two spellings given as one option: "--mathlib, the short form is -m", "-s / --strict", "-V (long form: --version)"
+_PAIRED = re.compile(
+    rf"({_OPT})\s*(?:[,/(]|\bor\b)?\s*(?:(?:the\s+)?(?:short|long)\s+(?:form|option)\s*(?:is\s+)?:?\s*)?({_OPT})"
+)
+_DENIED = re.compile(r"\bno\s+(?:short|long)\s+(?:form|option|version|equivalent|alias)", re.I)
+
+
+def spellings(expected: str) -> list[str]:
+    """The two spellings, short and long, of the one command-line option an expected answer names ("-s (--strict)",
+    "-n, --name=NAME" -> ["-s", "--strict"], ["-n", "--name"]); [] for anything else. Either names the option."""
+    m = _SPELLINGS.fullmatch(expected)
+    if not m or m.group(1).startswith("--") == m.group(2).startswith("--"):
+        return []
+    return [m.group(1), m.group(2)]
+
+
+def misnamed(answer: str, expected: str) -> str | None:
+    """Why the answer does not name the option the expected answer spells two ways, or None when it does (or the
+    expected answer is no such option): no spelling stands alone ("--strict-time"), another spelling is paired with
+    one ("--mathlib, the short form is -m"), or one is denied ("there is no short option")."""
+    both = spellings(expected)
+    if not both:
+        return None
+    if not any(re.search(rf"(?<![\w-]){re.escape(s)}(?![\w-])", answer) for s in both):
+        return f"names neither {both[0]!r} nor {both[1]!r} on its own"
+    denied = _DENIED.search(answer)
+    if denied:
+        return f"says there is {denied.group()!r}"
+    for m in _PAIRED.finditer(answer):
+        a, b = m.group(1), m.group(2)
+        if (a in both) != (b in both) and a.startswith("--") != b.startswith("--"):
+            return f"pairs {a!r} with {b!r}"
+    return None

@@ -23,6 +23,7 @@ from ragpipe.reading import (
     prepare,
     reassigned,
     said_there,
+    spellings,
     standing,
     swapped,
     table_row,
@@ -231,6 +232,8 @@ def heads(expected: str) -> list[str]:
     (GLP_ORD_AMD)" -> ["Approximate minimum degree", "GLP_ORD_AMD"]; "the -s option (--standard)" -> ["the -s option",
     "-s", "--standard"]. A bare yes or no, a head of more than six words,
     or an expected answer with a second part after a semicolon has none: []."""
+    if spellings(expected):
+        return spellings(expected)
     m = _ADDS.search(expected)
     if not m or re.search(r";(?![^()]*\))", expected):  # "X (...); Y" answers two things: X is not all of it
         return []

@@ -16,10 +16,9 @@ configured, goes to the judge (`needs_judge`).
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ragpipe.core import VERDICTS  # noqa: F401  (re-exported)
@@ -36,11 +35,14 @@ from ragpipe.reading import (
     foreign_unit,
     grounds,
     is_refusal,
+    misnamed,
     numbers,
     outside,
     prepare,
     read_answer,
+    refuses,
     signed_from,
+    spellings,
     states_converted,
     unwrap,
     wrong_unit,
@@ -67,17 +69,12 @@ from ragpipe.verdicts.positives import (
 )
 from ragpipe.verdicts.rivals import reworded, rival_code, swapped_pairs, swapped_words, unstated
 
-IMPL_VERSION = "15"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
+IMPL_VERSION = "16"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
+# 16: an option spelled two ways ("-s (--strict)", "-n, --name=NAME") is named by either spelling on its own, unpaired
+#     with another and neither denied; a null asked of, C's NULL and "null-terminated" refuse nothing; a table's or a
+#     label's first word ("| Replacement |", "Date:") is no name.
 # 15: "2^20", "0x100000" and ISO times are values; a date's time of day and a short option's letter must match; code
-#     or an address of the expected answer's family fails in a worded match; "the -s option" is named by "-s"; "the
-#     passages give no X" refuses; "that would be X" states X; "you may be able to check ..." points elsewhere;
-#     "the limits section says" cites; "2.386e7" is 23,860,929 written short.
-# 14: beside a refusal, advice on where else to look answers nothing and "it is probably X" guesses; "PID" is grounded
-#     by "process ID", "rsa_decrypt(...)" by rsa_decrypt; code of punctuation alone is no fact; an expected answer's
-#     two parts crossed both ways fail.
-# 13: a clause restating one retrieved sentence, its negations included, is no refusal beside a positive's value; a
-#     cited value is disowned only by a turn with a correcting word or a number the expected answer lacks.
-# 12: what the retrieved text itself calls usual is reported beside a refusal, not read as usual elsewhere.
+#     or an address of the expected family fails in a worded match; "the passages give no X" refuses; and more.
 # earlier versions: docs/verdicts.md, "Versions of the rule"
 
 
@@ -134,6 +131,10 @@ def decide(
     all_in = bool(anchor_ids) and len(present) == len(anchor_ids)
     text = unwrap(answer.text)
     readings = read_answer(text, refusal_phrases) if text else []
+    if _NULL.search(f"{test.expected_answer} {test.question}") or "NULL" in text:  # a null asked of, or C's NULL:
+        readings = [  # "The prefix is null.", "x = NULL;" refuse nothing (where nothing else in the clause does)
+            replace(r, refusal=refuses(_NULL.sub(" ", r.clause), refusal_phrases)) if r.refusal else r for r in readings
+        ]
     refused = any(r.refusal for r in readings)
 
     def v(verdict: str, reason: str, trap: bool = False, how: str = "", unsure: bool = False) -> Verdict:
@@ -326,14 +327,15 @@ def _positive(
     contexts: tuple[str, ...],
 ) -> Verdict:
     expected, question = test.expected_answer, test.question
-    if _NULL.search(expected):  # "The prefix is null." states the expected null: no refusal
-        readings = [dataclasses.replace(r, refusal=False) if _NULL.search(r.clause) else r for r in readings]
-    readings = [
-        dataclasses.replace(r, refusal=False) if r.refusal and said_as_written(r.clause, contexts, question) else r
+    readings = [  # a refusing clause of the retrieved text, quoted, refuses nothing
+        replace(r, refusal=False) if r.refusal and said_as_written(r.clause, contexts, question) else r
         for r in readings
     ]
     refused = any(r.refusal for r in readings)
-    m = answer_matches(text, expected, question)
+    wrong = misnamed(text, expected)  # "-s (--strict)": not "--strict-time", not "-m" as its short form
+    if wrong and not refused:
+        return v("fail", f"{wrong}, where the expected answer is the option {expected!r}")
+    m = answer_matches(text, expected, question) if not wrong else Match(False, "")
     stating = [i for i, r in enumerate(readings) if answer_matches(r.clause, expected, question).matched] or [
         i for i, r in enumerate(readings) if m.matched and _in(prepare(expected), r.clause)
     ]  # an identifier ("GLP_ENODFS") is matched whole in the answer, and its clause holds it prepared ("glp enodfs")
@@ -363,8 +365,8 @@ def _positive(
         stating = [i for i, r in enumerate(readings) if states_core(r.clause, expected, question)]
     # "1000" for "1000 entries (can be overridden by ...)", when the answer says nothing the expected answer, the
     # question and the framing do not: a terse answer gives the value; one that says more is for a reviewer
-    values = heads(expected) if not m.matched else []
-    for head in values if values and terse(text, expected, question, contexts) else []:
+    values = heads(expected) if not m.matched and not wrong else []
+    for head in values if values and (terse(text, expected, question, contexts) or spellings(expected)) else []:
         symbols = re.search(r"[^\w\s]", head) is not None  # "~bpoNuX" is not "+bpoNuX": code is read as written
         written = head in text if cased(head) else head.lower() in text.lower()  # "'B' 'Z' 'H'" is not "'B' 'Z' 'h'"
         if answer_matches(text, head, question).matched and (not symbols or written):

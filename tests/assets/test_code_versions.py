@@ -28,7 +28,7 @@ BUNDLED = {
     "production_traces": "v1-80247997f2",  # new: the app's production traces (on their own sensor)
     "retrievals": "v2-c4fa7b0471",
     "stamps": "v1-ab6be096aa",
-    "verdicts": "v15-675ad69aa7",  # v3: grounding, needs_review; v4, v6: what a value is said of; v5: contradicted claims; v7: the entailment reader, units; v8: framing, bare code, refusal then guess; v9: declines that describe, rivals; v10: a word swapped for its rival; v11: refusal grammar, restated sentences; v12: what the text itself calls usual; v13: the text quoted speaks for itself; v14: advice on where to look, guesses as likely, abbreviations ending in a word; v15: other bases, times of day, rival addresses
+    "verdicts": "v16-675ad69aa7",  # v3: grounding, needs_review; v4, v6: what a value is said of; v5: contradicted claims; v7: the entailment reader, units; v8: framing, bare code, refusal then guess; v9: declines that describe, rivals; v10: a word swapped for its rival; v11: refusal grammar, restated sentences; v12: what the text itself calls usual; v13: the text quoted speaks for itself; v14: advice on where to look, guesses as likely, abbreviations ending in a word; v15: other bases, times of day, rival addresses
 }
 # Every section away from its defaults, a judge, shards (their own steps), a [niah] grid.
 VARIANT = {
@@ -45,7 +45,7 @@ VARIANT = {
     "production_traces": "v1-d2cca3f0a4",
     "retrievals": "v2-31999abf66",
     "stamps": "v1-ab6be096aa",
-    "verdicts": "v15-e194e5e319-judge1",
+    "verdicts": "v16-e194e5e319-judge1",
 }
 # ragpipe.versions.code_version of every stage, and the chunker tag (chunk ids and table rows carry it).
 STAGES_BUNDLED = {
@@ -57,7 +57,7 @@ STAGES_BUNDLED = {
     "golden": "v1-ab6be096aa",
     "parser": "v2-aa8b566cfe",
     "retriever": "v2-c4fa7b0471",
-    "verdict": "v15-675ad69aa7",
+    "verdict": "v16-675ad69aa7",
 }
 STAGES_VARIANT = {
     "answerer": "v1-19a549e02c",
@@ -68,7 +68,7 @@ STAGES_VARIANT = {
     "golden": "v1-ab6be096aa",
     "parser": "v2-9b21c825b1",
     "retriever": "v2-31999abf66",
-    "verdict": "v15-e194e5e319-judge1",
+    "verdict": "v16-e194e5e319-judge1",
 }
 
 

@@ -25,6 +25,7 @@ from ragpipe.verdicts import decide
         "No release date is given.",
         "The changelog does not list a version for that change.",
         '{"answer": null, "reason": "not in the provided context"}',
+        "answer: null",
         "**Not available** in these sources.",
         "The passages give no TLB cost.",  # the source as subject, "gives / contains / lists no" what is asked
         "The retrieved release notes contain no byte length for object names.",
@@ -43,6 +44,8 @@ def test_paraphrased_refusals(answer: str) -> None:
         "Yes, version 2 allows three days per week.",
         "The option gives no output when the file is empty.",  # a subject, not the source, that gives no X
         "The names OLD and NEW contain no slashes.",
+        "VALUE is the null-terminated string TRUE or FALSE.",  # a null that qualifies a noun is no missing answer
+        "grep stops after null input bytes.",
     ],
 )
 def test_statements_are_not_refusals(answer: str) -> None:

@@ -136,6 +136,9 @@ def test_names_are_proper_nouns_not_sentence_capitals() -> None:
     assert "Download" not in found and "Optional" not in found and "Hmm" not in found
     assert {"Sumatra", "Grace", "Bill", "Gates"} <= set(found)  # a name of several words keeps its first word
     assert not any("]" in f for f in found)
+    # a common noun that opens a label or a table's cell labels what follows
+    labels = [f.text for f in facts("| Replacement | asn1_der_decoding() |\nDate: unknown. Venue: Paris")]
+    assert "Replacement" not in labels and "Date" not in labels and "Paris" in labels
 
 
 def test_the_signature_starts_at_the_closing() -> None:

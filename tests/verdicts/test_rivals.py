@@ -199,6 +199,43 @@ def test_an_option_named_by_its_short_form_is_the_expected_option() -> None:
     assert verdict(standard, "So the answer is -q.") == "fail"
 
 
+@pytest.mark.parametrize("expected", ["-l (long form --mathlib)", "-l, --mathlib", "--mathlib (short form -l)"])
+def test_an_option_spelled_two_ways_is_named_by_either_spelling_alone_and_unpaired(expected: str) -> None:
+    text = "'-l, --mathlib' Define the standard math library. '-s, --standard' Process exactly the POSIX language."
+    test = GoldenTest(
+        "l", "Which option loads the math library?", expected, "positive", 1, ["a"], text, "x.md", None, "t",
+        "2026-01-01",
+    )  # fmt: skip
+
+    def verdict(answer: str) -> str:
+        return decide(test, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), (), "t", contexts=[text]).verdict
+
+    # either spelling, with words about its forms or a quote of the text beside it
+    assert verdict("Use -l (long form: --mathlib).") == "pass"
+    assert verdict("From the options list: \"'-l, --mathlib' Define the standard math library.\"") == "pass"
+    assert verdict('{"short_option": "-l", "long_option": "--mathlib"}') == "pass"
+    assert verdict("Start it with --mathlib.") == "pass"
+    # another option, a longer one holding a spelling, a wrong pairing, a spelling denied
+    assert verdict("Use -s (long form: --standard).") == "fail"
+    assert verdict("Use --mathlib-extra.") == "fail"
+    assert verdict("The option is --mathlib, the short form is -m.") == "fail"
+    assert verdict("You need --mathlib; there is no short option for it.") == "fail"
+
+
+def test_a_null_asked_of_or_written_as_code_is_no_refusal() -> None:
+    text = "If an element is OPTIONAL and you want to delete it, you must use value=NULL and len=0."
+    test = GoldenTest(
+        "n", "How do I delete an OPTIONAL element with asn1_write_value?", "value=NULL and len=0", "positive", 1,
+        ["a"], text, "x.md", None, "t", "2026-01-01",
+    )  # fmt: skip
+
+    def verdict(answer: str) -> str:
+        return decide(test, ("a",), "unchanged", ["a"], Answer(answer, 0, 0, 0), (), "t", contexts=[text]).verdict
+
+    assert verdict("Pass value=NULL and len=0:\n```c\nasn1_write_value(node, name, NULL, 0);\n```") == "pass"
+    assert verdict("The docs don't say; maybe value=NULL and len=0.") != "pass"  # the refusal is not the null's
+
+
 def test_a_command_matched_by_its_words_keeps_its_short_options() -> None:
     text = "To get the uncompressed size of all members, use: zcat file.gz | wc -c"
     test = GoldenTest(
@@ -240,7 +277,7 @@ def test_an_expected_answer_of_two_parts_with_asides_has_no_head_to_stand_for_it
 
     from ragpipe.verdicts.positives import heads
 
-    assert heads(test.expected_answer) == [] and heads("-q (long form --quiet)") == ["-q"]
+    assert heads(test.expected_answer) == [] and heads("-q (long form --quiet)") == ["-q", "--quiet"]
     assert heads("'p' (print), 'l' (list) and 'n' (enumerate)") == []  # a list, each part with its aside
     assert heads("24 octets (192 bits), because parity bits are inserted") == ["24 octets"]  # an aside, then a reason
     assert verdict("Use %s for messages received and %r for messages sent.") != "pass"  # "%r" alone is not all of it
