@@ -113,8 +113,8 @@ _REFUSAL_RULES = [
     r"\b(?:unknown|unanswerable|undetermined|unspecified|unstated|undisclosed|not\s+known|do\s+not\s+know|"
     r"does\s+not\s+know|did\s+not\s+know|no\s+idea|not\s+sure|not\s+certain|(?:outside|beyond)\s+(?:of\s+)?(?:the\s+)?"
     r"(?:scope|provided|given)|not\s+in\s+(?:the\s+|any\s+|these\s+|my\s+)?(?:documents?|docs|context|sources?|"
-    r"text|passages?|materials?|data|information)|n/a|not\s+applicable|null(?![\s-]*(?:terminat|pointer|byte|char|input|value|string|device|"
-    r"separat|data|root|offset|argument))|none\s+given|cannot\s+be\s+answered)\b",  # not "null-terminated"
+    r"text|passages?|materials?|data|information)|n/a|not\s+applicable|none\s+given|cannot\s+be\s+answered|"
+    r"null(?![\s-]*(?:terminat|pointer|byte|char|input|value|string|device|separat|data|root|offset|argument)))\b",
 ]
 # Any rule that matches settles it, so they are tried with the plain absences first ("unknown", "not in the documents"):
 # the rule most refusals meet, which would otherwise come after ten searches that fail.

@@ -71,11 +71,9 @@ from ragpipe.verdicts.rivals import reworded, rival_code, swapped_pairs, swapped
 
 IMPL_VERSION = "16"  # bump too when the entailment reader's shipped layers change (ragpipe/reading/entailer/)
 # 16: an option spelled two ways ("-s (--strict)", "-n, --name=NAME") is named by either spelling on its own, unpaired
-#     with another and neither denied; a null asked of, C's NULL and "null-terminated" refuse nothing; a table's or a
-#     label's first word ("| Replacement |", "Date:") is no name.
-# 15: "2^20", "0x100000" and ISO times are values; a date's time of day and a short option's letter must match; code
-#     or an address of the expected family fails in a worded match; "the passages give no X" refuses; and more.
-# earlier versions: docs/verdicts.md, "Versions of the rule"
+#     with another and neither denied; a null asked of, C's NULL and "null-terminated" refuse nothing; a common noun
+#     opening a label or a table's cell ("| Replacement |", "Date:") is no name.
+# 15 and earlier versions: docs/verdicts.md, "Versions of the rule"
 
 
 @dataclass(frozen=True)
@@ -133,7 +131,10 @@ def decide(
     readings = read_answer(text, refusal_phrases) if text else []
     if _NULL.search(f"{test.expected_answer} {test.question}") or "NULL" in text:  # a null asked of, or C's NULL:
         readings = [  # "The prefix is null.", "x = NULL;" refuse nothing (where nothing else in the clause does)
-            replace(r, refusal=refuses(_NULL.sub(" ", r.clause), refusal_phrases)) if r.refusal else r for r in readings
+            replace(r, refusal=refuses(_NULL.sub(" ", r.clause), refusal_phrases))
+            if r.refusal and _NULL.search(r.clause)
+            else r
+            for r in readings
         ]
     refused = any(r.refusal for r in readings)
 
