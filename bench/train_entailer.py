@@ -5,6 +5,8 @@ with the recipe, seed and validation figures); the int8 ONNX model is built from
 
     .venv/bin/python bench/train_entailer.py                 # the shipped recipe (about 25 min on 2 cores)
     .venv/bin/python bench/train_entailer.py --examples 2000 --out /tmp/entailer   # a quick look
+    .venv/bin/python bench/train_entailer.py --layers 6 --examples 10000 --epochs 1.5 --written-repeats 2 --out /tmp/e6
+        # six layers, with the written claims of bench/data/entailer (measured, not shipped: bench/README.md)
 
 Training documents: ../shared/data/realdocs (HTML, Markdown and text; its PDF manuals never: gnuplot,
 asymptote and octave are kept unseen, to write blind answer sets on), ../shared/data/squad2_dev/corpus and the
