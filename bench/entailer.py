@@ -8,6 +8,10 @@ labelled first-contact answers. Whole-process figures; run alone (one heavy job 
     .venv/bin/python bench/entailer.py reviews set9,set10,set11,set12,set13,set14,set15,set16,set17,set18
         # positives sent to review as another wording of the expected answer: would the reader, reading the expected
         # answer against the answer, tell the labelled pass from the labelled fail?
+    .venv/bin/python bench/entailer.py separation $(echo set{9..38} | tr ' ' ,) --reader /tmp/e6 --layers 6
+        # positives the rule passes on their value that make a claim of their own: how well the largest "not in the
+        # context" of an answer's claims ranks the labelled fails above the right answers (AUC), for the shipped
+        # layers or any trained by bench/train_entailer.py (read with torch, so no int8 build)
 
 The validation figures on synthetic claims (documents the training never saw) are in
 ragpipe/reading/entailer/card.json, written by bench/train_entailer.py.
@@ -102,12 +106,71 @@ def reviews(sets: str) -> None:
             print(f"  read as {name} at p >= {at}: labelled pass {got['pass']}, labelled fail {got['fail']}")
 
 
+def separation(sets: str, reader_dir: Path, layers: int) -> None:
+    """AUC of the largest p(not in the context) over each passed positive's own claims, labelled fail against
+    labelled pass, and how many of each a threshold would send to review."""
+    import first_contact as fc
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoModelForSequenceClassification
+
+    from ragpipe.embed import minilm_path
+    from ragpipe.reading import is_refusal
+    from ragpipe.reading.entailment import LABELS, encode
+    from ragpipe.reading.premises import premise
+    from ragpipe.verdicts.entailed import own_claims, said_as_written
+
+    torch.set_num_threads(2)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        str(minilm_path()), num_labels=len(LABELS), num_hidden_layers=layers
+    )
+    model.load_state_dict(
+        {k: v.float() for k, v in load_file(str(reader_dir / "layers.safetensors")).items()}, strict=False
+    )
+    model.eval()
+    tests, contexts = fc.golden()
+    scored: list[tuple[str, float]] = []
+    for name in sets.split(","):
+        for r in fc.rows_of(name):
+            t, ctx = tests[r["question_id"]], contexts.get(r["question_id"], [])
+            if r.get("ambiguous") or r.get("label") == "ambiguous" or t.kind != "positive" or not ctx:
+                continue
+            if fc.rule_verdict(t, r["answer"], ctx)[0] != "pass":
+                continue
+            restated = f"{t.question} {t.expected_answer}"
+            claims = [c for c in own_claims(r["answer"], restated, is_refusal) if not said_as_written(c, ctx, restated)]
+            if claims:
+                with torch.no_grad():
+                    x = encode(claims, [premise(c, ctx) for c in claims])
+                    p = torch.softmax(model(**x).logits, -1)[:, LABELS.index("not_in_context")]
+                scored.append((r["label"], float(p.max())))
+    fails = [p for label, p in scored if label == "fail"]
+    passes = [p for label, p in scored if label == "pass"]
+    auc = sum((f > p) + 0.5 * (f == p) for f in fails for p in passes) / max(1, len(fails) * len(passes))
+    print(f"{len(scored)} passed positives with a claim of their own ({len(fails)} labelled fail): AUC {auc:.3f}")
+    for at in (0.5, 0.7, 0.8, 0.9):
+        print(
+            f"  not in the context at p >= {at}: {sum(f >= at for f in fails)} labelled fail, "
+            f"{sum(p >= at for p in passes)} labelled pass"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=("speed", "answers", "reviews"))
+    ap.add_argument("what", choices=("speed", "answers", "reviews", "separation"))
     ap.add_argument("sets", nargs="?", default="set8,set9,set10")
+    ap.add_argument("--reader", type=Path, help="separation: a trained reader's folder (default: the shipped one)")
+    ap.add_argument("--layers", type=int, help="separation: its encoder layers (default: the shipped count)")
     args = ap.parse_args()
-    {"speed": speed, "answers": lambda: answers(args.sets), "reviews": lambda: reviews(args.sets)}[args.what]()
+    from ragpipe.reading.entailment import ENTAILER_DIR, LAYERS
+
+    jobs = {
+        "speed": speed,
+        "answers": lambda: answers(args.sets),
+        "reviews": lambda: reviews(args.sets),
+        "separation": lambda: separation(args.sets, args.reader or ENTAILER_DIR, args.layers or LAYERS),
+    }
+    jobs[args.what]()
 
 
 if __name__ == "__main__":

@@ -98,10 +98,11 @@ WRITTEN_VALIDATION = "w6"  # one writer's claims (its own 40 passages) kept for 
 
 
 def written_claims() -> tuple[list[Example], list[Example]]:
-    """Claims written by people beside passages of training documents (bench/data/entailer/README.md): supported
-    ones in other words, invented ones in the passage's own vocabulary, subtle contradictions. Each is read against
-    its passage and another paragraph of the same document, as a retriever returns two. (train, validation): the
-    validation claims are one writer's, over passages no other writer saw."""
+    """Claims written beside passages of training documents by writers who saw only those passages
+    (bench/data/entailer/README.md): supported ones in other words, invented ones in the passage's own vocabulary,
+    subtle contradictions. Each is read against its passage and another paragraph of the same document, as a
+    retriever returns two. (train, validation): the validation claims are one writer's, over passages no other
+    writer saw."""
     from ragpipe.reading.premises import premise
 
     train, val = [], []
