@@ -111,23 +111,14 @@ def separation(sets: str, reader_dir: Path, layers: int) -> None:
     labelled pass, and how many of each a threshold would send to review."""
     import first_contact as fc
     import torch
-    from safetensors.torch import load_file
-    from transformers import AutoModelForSequenceClassification
 
-    from ragpipe.embed import minilm_path
     from ragpipe.reading import is_refusal
-    from ragpipe.reading.entailment import LABELS, encode
+    from ragpipe.reading.entailment import LABELS, encode, torch_model
     from ragpipe.reading.premises import premise
     from ragpipe.verdicts.entailed import own_claims, said_as_written
 
     torch.set_num_threads(2)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        str(minilm_path()), num_labels=len(LABELS), num_hidden_layers=layers
-    )
-    model.load_state_dict(
-        {k: v.float() for k, v in load_file(str(reader_dir / "layers.safetensors")).items()}, strict=False
-    )
-    model.eval()
+    model = torch_model(reader_dir, layers)
     tests, contexts = fc.golden()
     scored: list[tuple[str, float]] = []
     for name in sets.split(","):

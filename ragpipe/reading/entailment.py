@@ -70,25 +70,34 @@ def _fingerprint() -> str:
     return h.hexdigest()[:10]
 
 
+def torch_model(folder: Path = ENTAILER_DIR, layers: int = LAYERS) -> Any:
+    """The trained layers of `folder` (the shipped ones, or any bench/train_entailer.py wrote) on the packaged
+    MiniLM's embeddings, as a torch model in eval mode."""
+    from safetensors.torch import load_file
+    from transformers import AutoModelForSequenceClassification
+    from transformers.utils import logging as hf_logging
+
+    from ragpipe.embed import minilm_path
+
+    hf_logging.set_verbosity_error()
+    model = AutoModelForSequenceClassification.from_pretrained(
+        str(minilm_path()), num_labels=len(LABELS), num_hidden_layers=layers, attn_implementation="eager"
+    )
+    state = {k: v.float() for k, v in load_file(str(folder / "layers.safetensors")).items()}
+    missing = set(model.load_state_dict(state, strict=False).missing_keys)
+    assert all(k.startswith("bert.embeddings") for k in missing), f"entailer weights lack {sorted(missing)[:3]}"
+    return model.eval()
+
+
 def _build(out_dir: Path) -> None:
     """Trained layers + the packaged embeddings -> torch model -> ONNX -> int8 (weights per channel)."""
     import warnings
 
     import torch
-    from safetensors.torch import load_file
-    from transformers import AutoModelForSequenceClassification
-    from transformers.utils import logging as hf_logging
 
-    from ragpipe.embed import minilm_path, quantize_int8
+    from ragpipe.embed import quantize_int8
 
-    hf_logging.set_verbosity_error()
-    model = AutoModelForSequenceClassification.from_pretrained(
-        str(minilm_path()), num_labels=len(LABELS), num_hidden_layers=LAYERS, attn_implementation="eager"
-    )
-    state = {k: v.float() for k, v in load_file(str(ENTAILER_DIR / "layers.safetensors")).items()}
-    missing = set(model.load_state_dict(state, strict=False).missing_keys)
-    assert all(k.startswith("bert.embeddings") for k in missing), f"entailer weights lack {sorted(missing)[:3]}"
-    model.eval()
+    model = torch_model()
     sample = encode(["a claim"], ["a premise sentence. And a second."])
     raw = out_dir / "fp32.onnx"
     with warnings.catch_warnings(), torch.no_grad():
