@@ -19,6 +19,7 @@ from ragpipe.golden import (
     Candidate,
     Corpus,
     Notes,
+    TEMPLATES,
     SeriesIndex,
     agreeing,
     cadence,
@@ -37,6 +38,7 @@ from ragpipe.golden import (
     series_index,
     siblings,
     tables_of,
+    template,
     titled_spans,
 )
 from ragpipe.reading import content_words
@@ -133,6 +135,9 @@ def _round_robin(by_doc: dict[str, list[Candidate]]) -> Iterator[Candidate]:
 UNNAMED = "negative: the question does not name what its document is about (an article's title)"
 TOPIC = 'negative: the article\'s title names a topic, not what a figure is of ("Tourism in ...")'
 ONE_OFF = "negative: a one-off statement, no series in the corpus (--kinds false-premise proposes it)"
+UNTEMPLATED = (
+    "negative: a sentence no template asks (what a measure was, how many things were done or an organisation did)"
+)
 FAIR = {
     "versions": "a version recurs: the same statement asked of another release",
     "names": "another name of the same pattern the corpus holds",
@@ -141,21 +146,23 @@ FAIR = {
 
 
 def _fairness(c: Candidate, index: SeriesIndex, kinds: tuple[str, ...]) -> tuple[str, str]:
-    """(the proposal's kind, why it is fair), or ('', '') when it is not proposed: a period is moved only along a
-    series, or as a false premise when those are asked for."""
+    """(the proposal's kind, why it is fair), or ('', why it is not proposed): a period is moved only along a series
+    and, in prose, only where a template asks the sentence (a table's row is asked by its own); a one-off statement
+    only as a false premise, when those are asked for."""
     if c.qualifier.group != "periods":
         return c.qualifier.group, FAIR[c.qualifier.group]
     if c.label:  # a table's row (proposed only where periods are asked for): the table shows the series
         return "periods", f"a series: a table states {c.label!r} for {', '.join(map(repr, c.columns))}"
     fair = fair_period(c, index)
     if fair and "periods" in kinds:
-        return "periods", fair
+        shape = template(c.sentence.text, (c.value.start, c.value.end))
+        return ("periods", f"{fair}; asked as {TEMPLATES[shape]!r}") if shape else ("", UNTEMPLATED)
     if not fair and FALSE_PREMISE in kinds:
         return FALSE_PREMISE, (
             "a one-off statement asked of another period: the premise is false, and the pass is an answer that says "
             f"so (a refusal citing {c.qualifier.text!r})"
         )
-    return "", ""
+    return "", ONE_OFF
 
 
 def _to_come(qualifier: str, group: str) -> bool:
@@ -178,7 +185,7 @@ def _negative(
     change note is asked about another version of its subject, a value under another qualifier."""
     kind, fair = fairness
     if not kind:
-        dropped[ONE_OFF] += 1
+        dropped[fair] += 1
         return None
     doc = c.sentence.doc_id
     about = content_words(corpus.titles.get(doc, "")) if doc not in corpus.periods and kind != "changes" else set()

@@ -13,7 +13,7 @@ import duckdb
 
 from ragpipe.core import Log, no_log
 from ragpipe.embed import Embedder, load_embedder, open_store, open_table
-from ragpipe.evaluate.proposing import ONE_OFF, TOPIC, UNNAMED, Proposal, SuggestError, collect, read_corpus
+from ragpipe.evaluate.proposing import ONE_OFF, TOPIC, UNNAMED, UNTEMPLATED, Proposal, SuggestError, collect, read_corpus
 from ragpipe.golden import (
     FALSE_PREMISE,
     QUALIFIER_KINDS,
@@ -106,6 +106,7 @@ def suggest(
             "negative: every sibling qualifier is answered in the corpus",
             "negative: no sibling",
             ONE_OFF,
+            UNTEMPLATED,
             "negative: a retrieved passage may answer it in other words",
             UNNAMED,
             TOPIC,

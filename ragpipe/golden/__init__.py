@@ -39,6 +39,7 @@ _EXPORTS = {
     "alternatives": ["siblings", "remember", "forms"],
     "doc_changes": ["Notes", "change_notes", "change_siblings", "change_question", "search_change"],
     "prose": ["askable", "readable"],
+    "clauses": ["TEMPLATES", "template"],
     "titles": ["document_period", "document_title", "named_by_year", "termly", "titled_spans"],
     "tables": [
         "MEASURE_HEADERS",

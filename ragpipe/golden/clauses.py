@@ -5,7 +5,50 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragpipe.golden.asking import _EVENTS, _SUBJECTS, _head, _subject, _tokens, parse
+from ragpipe.golden.asking import _EVENTS, _LEVELS, _SET_AT, _SUBJECTS, _head, _subject, _tokens, parse
+
+# What an organisation's output is stated of: its name, or the noun that stands for it ("the company", "the Trust")
+_ORGANISATIONS = set(
+    "company firm group business corporation trust charity council authority service agency board society association "
+    "university college school hospital hospice museum gallery library theatre club team airline airport port "
+    "operator network utility bank brewery studio orchestra broadcaster newspaper force department".split()
+)
+TEMPLATES = {
+    "level": "what was <measure>",
+    "count": "how many <things> were <done>",
+    "output": "how many <things> did <organisation> <do>",
+}
+
+
+def template(text: str, value: tuple[int, int]) -> str:
+    """The template (TEMPLATES) that a question of the value at text[start:end] fills, as a table's row is asked:
+    'level', the value is what a measure was, reached or had ("Capital spending was £2.1 million", "The general
+    reserve rose to £8.6 million", "The scheme had 87 referrals"); 'count', the counted things are the subject of a
+    passive ("50 older vehicles were withdrawn"); 'output', an organisation, or a named part of one, did them
+    ("Halvorsen shipped 1,184 robot arms", "ABS Local published 21,400 news stories"). '' for any other statement:
+    what a cause, a person or an event did ("Ground movement caused 1,402 bursts", "Officers removed 3,400 heaters
+    from sale after broadcast") reads as one happening, and its question as the sentence taken apart."""
+    doc = parse(text)
+    tokens = _tokens(doc, value)
+    if not tokens:
+        return ""
+    phrase = _head(tokens)
+    moved = phrase.head if phrase.dep_ == "pobj" else phrase
+    verb = moved.head
+    if phrase.dep_ in _SUBJECTS:  # things counted, not a share ("78% were answered": of what?)
+        counted = phrase.pos_ == "NOUN" and tokens[-1].text not in ("%", "percent")
+        return "count" if counted and any(c.dep_ == "auxpass" for c in verb.children) else ""
+    if verb.lemma_ in _SET_AT and moved.lower_ == "at":
+        return "level"  # "Tuition was set at $79,460"
+    subject = _subject(verb)
+    if subject is None or subject.dep_ != "nsubj":
+        return ""
+    if moved.i == phrase.i and phrase.dep_ in ("attr", "acomp", "dobj") and verb.lemma_ in {"be", "have"} | _LEVELS:
+        return "level"
+    if moved.lower_ in ("to", "at", "by") and verb.lemma_ in _LEVELS:
+        return "level"  # "rose to £8.6 million", "fell by about 4%"
+    named = subject.pos_ == "PROPN" or subject.ent_type_ == "ORG" or subject.lemma_.lower() in _ORGANISATIONS
+    return "output" if phrase.dep_ == "dobj" and named else ""
 
 
 def governing_verb(text: str, start: int, end: int) -> str:
