@@ -45,6 +45,10 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py envhealth --negatives 40     # bench/data/suggest/envhealth (10 documents)
     .venv/bin/python bench/suggest.py anthology --negatives 40     # bench/data/suggest/anthology (12 articles)
     .venv/bin/python bench/suggest.py waterco --negatives 40       # bench/data/suggest/waterco (10 documents)
+    .venv/bin/python bench/suggest.py codex --negatives 40         # bench/data/suggest/codex (12 articles)
+    .venv/bin/python bench/suggest.py primer --negatives 40        # bench/data/suggest/primer (12 articles)
+    .venv/bin/python bench/suggest.py hospice --negatives 40       # bench/data/suggest/hospice (10 documents)
+    .venv/bin/python bench/suggest.py gridco --negatives 40        # bench/data/suggest/gridco (10 documents)
     .venv/bin/python bench/suggest.py example --negatives 40       # examples/corpus (the bundled example)
     .venv/bin/python bench/suggest.py omnibus --negatives 40       # bench/data/suggest/omnibus (12 articles)
     .venv/bin/python bench/suggest.py ambulance --negatives 40     # bench/data/suggest/ambulance (10 documents)
@@ -152,6 +156,13 @@ CORPORA = {
     # regional water and sewerage company
     "anthology": (JUDGED / "anthology", []),
     "waterco": (JUDGED / "waterco", []),
+    # round 21, rules frozen at a6b7a73 (prose asked only where a template asks it), after anthology and waterco had
+    # been read: two collections of 12 encyclopedia articles on varied subjects in invented countries; 10 documents
+    # of a hospice charity; 10 of a regional electricity distribution network operator
+    "codex": (JUDGED / "codex", []),
+    "primer": (JUDGED / "primer", []),
+    "hospice": (JUDGED / "hospice", []),
+    "gridco": (JUDGED / "gridco", []),
 }
 
 
