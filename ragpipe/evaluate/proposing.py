@@ -15,11 +15,11 @@ import duckdb
 from ragpipe.core import RagpipeError
 from ragpipe.golden import (
     FALSE_PREMISE,
+    TEMPLATES,
     YEAR,
     Candidate,
     Corpus,
     Notes,
-    TEMPLATES,
     SeriesIndex,
     agreeing,
     cadence,
@@ -135,9 +135,7 @@ def _round_robin(by_doc: dict[str, list[Candidate]]) -> Iterator[Candidate]:
 UNNAMED = "negative: the question does not name what its document is about (an article's title)"
 TOPIC = 'negative: the article\'s title names a topic, not what a figure is of ("Tourism in ...")'
 ONE_OFF = "negative: a one-off statement, no series in the corpus (--kinds false-premise proposes it)"
-UNTEMPLATED = (
-    "negative: a sentence no template asks (what a measure was, how many things were done or an organisation did)"
-)
+UNTEMPLATED = "negative: a sentence no template asks (what a measure was, what was done, what an organisation did)"
 FAIR = {
     "versions": "a version recurs: the same statement asked of another release",
     "names": "another name of the same pattern the corpus holds",

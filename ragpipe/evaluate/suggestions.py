@@ -13,7 +13,16 @@ import duckdb
 
 from ragpipe.core import Log, no_log
 from ragpipe.embed import Embedder, load_embedder, open_store, open_table
-from ragpipe.evaluate.proposing import ONE_OFF, TOPIC, UNNAMED, UNTEMPLATED, Proposal, SuggestError, collect, read_corpus
+from ragpipe.evaluate.proposing import (
+    ONE_OFF,
+    TOPIC,
+    UNNAMED,
+    UNTEMPLATED,
+    Proposal,
+    SuggestError,
+    collect,
+    read_corpus,
+)
 from ragpipe.golden import (
     FALSE_PREMISE,
     QUALIFIER_KINDS,

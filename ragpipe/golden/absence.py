@@ -33,13 +33,21 @@ _CHANGED_FROM = re.compile(
 )
 # a figure stated for every period of its kind ("publishes about 55 new titles a year"): it answers each of them
 _NOT_AGO = r"(?!\s+(?:earlier|before|ago|later|after|on)\b|['\u2019]s\b)"  # "a year earlier" is one period
+# how often a thing is done ("audits compliance at least once a year") is no figure of each period
+_NOT_HOW_OFTEN = r"(?<!\bonce )(?<!\btwice )(?<!\btimes )"
 _EVERY = {  # "a quarterly dividend", "the monthly report" name no figure of every period: only the adverbs do
-    "year": re.compile(rf"\b(?:a|each|every|per) (?:year|season)\b{_NOT_AGO}|\bannually\b", re.I),
-    "quarter": re.compile(rf"\b(?:a|each|every|per) quarter\b{_NOT_AGO}", re.I),
-    "month": re.compile(rf"\b(?:a|each|every|per) month\b{_NOT_AGO}", re.I),
+    "year": re.compile(rf"{_NOT_HOW_OFTEN}\b(?:a|each|every|per) (?:year|season)\b{_NOT_AGO}|\bannually\b", re.I),
+    "quarter": re.compile(rf"{_NOT_HOW_OFTEN}\b(?:a|each|every|per) quarter\b{_NOT_AGO}", re.I),
+    "month": re.compile(rf"{_NOT_HOW_OFTEN}\b(?:a|each|every|per) month\b{_NOT_AGO}", re.I),
 }
 _CUMULATIVE = re.compile(r"\b(?:to date|half[- ]year|first half|(?:six|nine) months (?:to|ended|ending))\b", re.I)
 _QUARTER_BEFORE = re.compile(r"\bQ([1-4]) (?:of )?last year\b", re.I)
+
+
+def headings(text: str) -> list[str]:
+    """A chunked document's title and headings: its short lines that end in no stop ("2. Why this version has
+    changed"), not its sentences, list items or flattened tables."""
+    return [ln for ln in text.splitlines() if ln.strip() and len(ln.split()) <= 12 and ln.rstrip()[-1] not in ".:;?!"]
 
 
 @dataclass
@@ -73,8 +81,9 @@ class Evidence:
 class Corpus:
     """Every sentence of the current chunks, searched by pattern (a full scan: absence is a claim about all of it).
 
-    A qualifier named anywhere in a document (its path, its title, a heading) may be what every sentence of it is
-    said of ("Revenue for the quarter was ..." in q1-2023.md): such sentences count as naming it."""
+    A qualifier that names a document (its path, its title, a heading) may be what every sentence of it is said of
+    ("Revenue for the quarter was ..." in q1-2023.md): such sentences count as naming it. One named only inside a
+    sentence or a table (a policy's version history, "3.0 | 1 April 2019") does not."""
 
     def __init__(self, sentences: Iterable[Sentence], documents: dict[str, str], passages: Iterable[Sentence] = ()):
         self.sentences = list(sentences)  # prose: what a question may be made of
@@ -152,7 +161,7 @@ class Corpus:
         title = self.periods.get(doc_id)
         if title is not None and _FAMILY.get(kind, kind) == _FAMILY.get(title.kind, title.kind):
             return bool(pattern.search(title.text))
-        return bool(pattern.search(doc_id) or pattern.search(text))
+        return bool(pattern.search(doc_id) or any(pattern.search(h) for h in headings(text)))
 
     def groups_of(self, text: str) -> frozenset[str]:
         """The kinds of qualifier a sentence or a document names, read once per text (every search asks again)."""

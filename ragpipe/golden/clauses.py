@@ -15,7 +15,7 @@ _ORGANISATIONS = set(
 )
 TEMPLATES = {
     "level": "what was <measure>",
-    "count": "how many <things> were <done>",
+    "count": "how many <things> (how much money) were <done>",
     "output": "how many <things> did <organisation> <do>",
 }
 
@@ -23,9 +23,10 @@ TEMPLATES = {
 def template(text: str, value: tuple[int, int]) -> str:
     """The template (TEMPLATES) that a question of the value at text[start:end] fills, as a table's row is asked:
     'level', the value is what a measure was, reached or had ("Capital spending was £2.1 million", "The general
-    reserve rose to £8.6 million", "The scheme had 87 referrals"); 'count', the counted things are the subject of a
-    passive ("50 older vehicles were withdrawn"); 'output', an organisation, or a named part of one, did them
-    ("Halvorsen shipped 1,184 robot arms", "ABS Local published 21,400 news stories"). '' for any other statement:
+    reserve rose to £8.6 million", "The scheme had 87 referrals"); 'count', the counted things or the money are the
+    subject of a passive ("50 older vehicles were withdrawn", "£14,250 in surcharges was paid into the fund");
+    'output', an organisation, or a named part of one, did them ("Halvorsen shipped 1,184 robot arms", "ABS Local
+    published 21,400 news stories"). '' for any other statement:
     what a cause, a person or an event did ("Ground movement caused 1,402 bursts", "Officers removed 3,400 heaters
     from sale after broadcast") reads as one happening, and its question as the sentence taken apart."""
     doc = parse(text)
@@ -36,7 +37,7 @@ def template(text: str, value: tuple[int, int]) -> str:
     moved = phrase.head if phrase.dep_ == "pobj" else phrase
     verb = moved.head
     if phrase.dep_ in _SUBJECTS:  # things counted, not a share ("78% were answered": of what?)
-        counted = phrase.pos_ == "NOUN" and tokens[-1].text not in ("%", "percent")
+        counted = (phrase.pos_ == "NOUN" or tokens[0].text in "£$€") and tokens[-1].text not in ("%", "percent")
         return "count" if counted and any(c.dep_ == "auxpass" for c in verb.children) else ""
     if verb.lemma_ in _SET_AT and moved.lower_ == "at":
         return "level"  # "Tuition was set at $79,460"

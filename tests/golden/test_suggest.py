@@ -86,6 +86,29 @@ def test_absence_counts_a_qualifier_named_by_the_document_not_only_by_the_senten
     assert absent.absent and absent.naming == 0 and "no document" in absent.why("fourth quarter of 2023")
 
 
+def test_a_year_named_inside_a_documents_text_is_not_what_its_undated_sentences_are_said_of() -> None:
+    """A policy whose version history says "1 April 2019" is not a 2019 document: its undated sentence about fault
+    records answers nothing of 2019; a document headed by the year is (its heading names it)."""
+    policy = "Compensation Policy\n\nHead of Network Control ensures fault records are accurate and complete.\n\n"
+    policy += "Version 3.0 took effect on 1 April 2019, with amounts updated."
+    report = "Annual Report\n\nThe network recorded 9,922 faults in 2021, a record low."
+    files = {"policy.md": policy, "report.md": report}
+    c = next(c for s in _corpus(files).sentences if s.doc_id == "report.md" for c in candidates(s))
+    assert _corpus(files).search(c, "2019").absent
+    headed = {"policy.md": policy.replace("Compensation Policy", "Compensation Policy 2019"), "report.md": report}
+    assert not _corpus(headed).search(c, "2019").absent
+
+
+def test_how_often_a_thing_is_done_is_no_figure_of_every_year() -> None:
+    """ "audits compliance at least once a year" states no figure of each year; "about 9,900 faults a year" does."""
+    report = "Annual Report\n\nThe network recorded 9,922 faults in 2021, a record low."
+    for said, absent in (("Internal Audit audits fault records at least once a year, after 50,000 faults.", True),
+                         ("The network records about 9,900 faults a year.", False)):  # fmt: skip
+        corpus = _corpus({"audit.md": f"Audit Charter\n\n{said}", "report.md": report})
+        c = next(c for s in corpus.sentences if s.doc_id == "report.md" for c in candidates(s))
+        assert corpus.search(c, "2019").absent is absent
+
+
 def test_a_positive_stands_only_when_every_place_states_the_same_value() -> None:
     one = "Headcount stood at 612 employees on March 31, 2023."
     agree = _corpus({"a.md": one, "b.md": "As of March 31, 2023, headcount stood at 612 employees in total."})

@@ -23,6 +23,7 @@ def _shape(text: str, value: str) -> str:
         ("Tuition, room and board for 2023-24 were set at $79,460.", "$79,460", "level"),
         ("Fifty older vehicles were withdrawn and 61 entered service, taking the fleet to 409.", "61", ""),
         ("In the year 50 older vehicles were withdrawn.", "50 older vehicles", "count"),
+        ("The £14,250 in surcharges was paid into the Community Fund.", "£14,250", "count"),
         ("The company shipped 1,184 robot arms in fiscal year 2023.", "1,184 robot arms", "output"),
         ("Online, ABS Local published 21,400 news stories, about 59 a day.", "21,400 news stories", "output"),
     ],
