@@ -11,6 +11,7 @@ from typing import Iterable
 
 from ragpipe.core import normalize_text
 from ragpipe.golden.alternatives import forms, shift_year
+from ragpipe.golden.asking import parse
 from ragpipe.golden.near_miss import _ORDINALS, Candidate, Sentence, Span, qualifiers, values
 from ragpipe.golden.titles import document_period, document_title, named_by_year, termly
 
@@ -42,6 +43,12 @@ _EVERY = {  # "a quarterly dividend", "the monthly report" name no figure of eve
 }
 _CUMULATIVE = re.compile(r"\b(?:to date|half[- ]year|first half|(?:six|nine) months (?:to|ended|ending))\b", re.I)
 _QUARTER_BEFORE = re.compile(r"\bQ([1-4]) (?:of )?last year\b", re.I)
+
+
+def _modifies(text: str, end: int) -> bool:
+    """The name that ends at text[end] modifies the noun after it ("the Greyhollow mines"), in the sentence's parse."""
+    last = next((t for t in parse(text) if t.idx < end <= t.idx + len(t)), None)
+    return last is not None and last.dep_ in ("compound", "amod", "nmod") and last.head.i > last.i
 
 
 def headings(text: str) -> list[str]:
@@ -244,8 +251,13 @@ class Corpus:
 
     def as_written(self, name: str) -> str:
         """The name with "the" where the corpus mostly writes it so inside its sentences ("the Tarrowdale Courier";
-        "Northmoor Air" stays bare)."""
-        found = [m.group(1) for s in self.sentences for m in re.finditer(rf"(\w+)\W+{re.escape(name)}\b", s.text)]
+        "Northmoor Air" stays bare); "the Greyhollow mines" is the mines', not the town's."""
+        found = [
+            m.group(1)
+            for s in self.sentences
+            for m in re.finditer(rf"(\w+)\W+{re.escape(name)}\b", s.text)
+            if not _modifies(s.text, m.end())
+        ]
         definite = sum(w.lower() == "the" for w in found)
         return f"the {name}" if name and definite > len(found) - definite else name
 

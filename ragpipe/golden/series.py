@@ -89,17 +89,19 @@ def one_off(c: Candidate) -> bool:
 
 def cadence(c: Candidate, index: SeriesIndex) -> int:
     """The step of a series of years the corpus states what the figure is of for (its subject, `c.core`, or else
-    the asked words): 10 where censuses are 1871, 1881 and 1891, in sentences or a table (a sibling 1890 would be a
-    typo, 1861 a census that may have been held); 1 where it is not regular."""
+    the asked words; a table's row, its table's columns): 10 where censuses are 1871, 1881 and 1891, in sentences or
+    a table (a sibling 1890 would be a typo, 1861 a census that may have been held); 1 where it is not regular."""
     if c.qualifier.kind != "year":
         return 1
     of, year = c.core or c.attribute, int(c.qualifier.text)
-    years = {year} | {
-        int(y) for words, q in index.by_kind.get("year", []) if _same(of, words) for y in re.findall(YEAR, q)
-    }
-    for step in (10, 5, 4, 2):  # most of the stated years on the step, and three at least (a stray year aside)
+    stated = [q for words, q in index.by_kind.get("year", []) if _same(of, words)]
+    if c.columns:  # a table's row: its own columns are the series (another article's "population" is another's)
+        stated = list(c.columns)
+    years = {year} | {int(y) for q in stated for y in re.findall(YEAR, q)}
+    latest = sorted(years)[-2:]  # the series as it stands now: 2015, 2020, 2023 is no longer five-yearly
+    for step in (10, 5, 4, 2):  # most of the stated years on the step, the latest two too (a stray year aside)
         on = [y for y in years if (y - year) % step == 0]
-        if len(on) >= 3 and len(on) >= CADENCE * len(years):
+        if len(on) >= 3 and len(on) >= CADENCE * len(years) and all((y - year) % step == 0 for y in latest):
             return step
     return 1
 

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import datetime
 import json
+from collections import Counter
 from dataclasses import replace
 
 from ragpipe.golden import (
     Corpus,
+    Notes,
     Table,
+    cadence,
     measure_columns,
     period_rows,
     row_candidates,
     row_question,
     sentences_of,
+    series_index,
     tables_of,
 )
 
@@ -212,3 +216,29 @@ def test_a_row_that_names_money_is_money_without_a_currency_sign() -> None:
         ("Pay award", "percent"),
     ]
     assert row_question(rows[0], "2019/20") == "In 2019/20, what were the non-pay costs?"
+
+
+def test_a_row_is_asked_at_its_own_tables_cadence_and_never_of_a_year_its_table_states() -> None:
+    """A census table of 2001, 2011 and 2021 is ten-yearly whatever another article says of "population"; a table
+    whose latest years are 2020 and 2023 has no cadence; 2022, in the table's own column, is never asked."""
+    from ragpipe.evaluate.proposing import _fairness, _negative
+
+    docs = {
+        "town.md": "Greyhollow\n\nThe Greyhollow mines closed in 1994. Greyhollow lies in a narrow valley.",
+        "city.md": "Kelbridge\n\nThe population of Kelbridge was 41,000 in 2018 and 43,500 in 2020.",
+        "paper.md": "Evening Post\n\nThe Evening Post moved to a new building in 1998.",
+    }
+    corpus = Corpus([s for d, t in docs.items() for s in sentences_of(d, d, t)], docs)
+    titles = {d: t.split("\n")[0] for d, t in docs.items()}
+    assert corpus.as_written("Greyhollow") == "Greyhollow"  # "the Greyhollow mines" is the mines'
+    census = Table("town.md", ("Census", "Population"), (("2001", "7,340"), ("2011", "6,610"), ("2021", "6,184")))
+    (town,) = row_candidates([census], _chunks(census), titles)
+    index = series_index(corpus.searched)
+    assert cadence(town, index) == 10  # not Kelbridge's 2018 and 2020
+    paper = Table("paper.md", ("Year", "Circulation"), (("2015", "31,200"), ("2020", "24,900"), ("2022", "22,000"),
+                                                       ("2023", "21,400")))  # fmt: skip
+    (row,) = row_candidates([paper], _chunks(paper), titles)
+    assert cadence(row, index) == 1
+    dropped: Counter[str] = Counter()
+    p = _negative(row, corpus, Notes(), {}, dropped, _fairness(row, index, ("periods",)), 1)
+    assert p is not None and p.asked_for not in row.columns and p.asked_for == "2024"
