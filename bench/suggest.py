@@ -49,6 +49,10 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py primer --negatives 40        # bench/data/suggest/primer (12 articles)
     .venv/bin/python bench/suggest.py hospice --negatives 40       # bench/data/suggest/hospice (10 documents)
     .venv/bin/python bench/suggest.py gridco --negatives 40        # bench/data/suggest/gridco (10 documents)
+    .venv/bin/python bench/suggest.py tome --negatives 40          # bench/data/suggest/tome (12 articles)
+    .venv/bin/python bench/suggest.py canon --negatives 40         # bench/data/suggest/canon (12 articles)
+    .venv/bin/python bench/suggest.py ferryco --negatives 40       # bench/data/suggest/ferryco (10 documents)
+    .venv/bin/python bench/suggest.py adulted --negatives 40       # bench/data/suggest/adulted (10 documents)
     .venv/bin/python bench/suggest.py example --negatives 40       # examples/corpus (the bundled example)
     .venv/bin/python bench/suggest.py omnibus --negatives 40       # bench/data/suggest/omnibus (12 articles)
     .venv/bin/python bench/suggest.py ambulance --negatives 40     # bench/data/suggest/ambulance (10 documents)
@@ -163,6 +167,13 @@ CORPORA = {
     "primer": (JUDGED / "primer", []),
     "hospice": (JUDGED / "hospice", []),
     "gridco": (JUDGED / "gridco", []),
+    # round 22, rules frozen after round 21's four corpora had been read: two collections of 12 encyclopedia articles
+    # on varied subjects in invented countries; 10 documents of a publicly owned island ferry company; 10 of a county
+    # council's adult and community learning service
+    "tome": (JUDGED / "tome", []),
+    "canon": (JUDGED / "canon", []),
+    "ferryco": (JUDGED / "ferryco", []),
+    "adulted": (JUDGED / "adulted", []),
 }
 
 
