@@ -44,6 +44,8 @@ def template(text: str, value: tuple[int, int]) -> str:
     subject = _subject(verb)
     if subject is None or subject.dep_ != "nsubj":
         return ""
+    if any(t.dep_ == "prep" and t.lower_ == "of" for t in phrase.children):
+        return ""  # "grew to 1,243 km of adopted road", "rose to 74% of the total": "what was the network?"
     if moved.i == phrase.i and phrase.dep_ in ("attr", "acomp", "dobj") and verb.lemma_ in {"be", "have"} | _LEVELS:
         return "level"
     if moved.lower_ in ("to", "at", "by") and verb.lemma_ in _LEVELS:

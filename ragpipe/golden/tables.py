@@ -140,10 +140,10 @@ def _plain(header: str) -> str:
 def _reads_as_measure(label: str, kind: str) -> bool:
     """A short noun phrase that names a measure on its own, or things counted and what was done to them ("Planning
     applications decided", asked "how many ... were decided?"): no other verb ("Money saved or recovered"), nothing
-    pointing back ("Visits to our visitor centres"), no bracket or footnote mark ("Peatland restored (hectares)",
-    "EPS*"), not a name alone, five words at most; an amount of money names what it is ("Net sales", "Admissions
+    pointing back ("Visits to our visitor centres"), no bracket, comma or footnote mark ("Peatland restored
+    (hectares)", "Weekly reach, ABS Radio Aldmoor", "EPS*"), not a name alone, five words at most; an amount of money names what it is ("Net sales", "Admissions
     income"; not "Tractors", a segment of a total the header names)."""
-    if not label or len(label.split()) > 5 or re.search(r"[()\[\]:;/*.\u2014\u2020]|\d|^[-\u2013]", label):
+    if not label or len(label.split()) > 5 or re.search(r"[()\[\]:;,/*.\u2014\u2020]|\d|^[-\u2013]", label):
         return False
     if kind == "money" and not set(re.findall(r"[a-z]+", label.lower())) & MONEY_WORDS:
         return False

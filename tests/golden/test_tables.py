@@ -29,6 +29,7 @@ def _elements(*html: str) -> str:
 
 REPORT = (
     "<table><thead><tr><th>Measure</th><th>2021/22</th><th>2022/23</th><th>Change</th></tr></thead><tbody>"
+    "<tr><td>Weekly reach, Radio Aldmoor</td><td>30%</td><td>31%</td><td>+1 pt</td></tr>"  # a comma: no phrase
     "<tr><td>Emergency attendances</td><td>141,250</td><td>149,830</td><td>+6.1%</td></tr>"
     "<tr><td>Car park income</td><td>\u00a31.61m</td><td>\u00a31.84m</td><td>+14%</td></tr>"
     "<tr><td>Four-hour standard</td><td>74.2%</td><td>68.9%</td><td>\u22125.3 pts</td></tr>"

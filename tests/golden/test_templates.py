@@ -44,6 +44,8 @@ def test_a_measure_a_passive_count_and_an_organisations_output_fill_a_template(
         ("The footway budget was reduced by £0.6m to pay for the bridge.", "£0.6m"),  # a decision
         ("Across the year the Main House was 58% full.", "58%"),  # inside another phrase
         ("Only 78% were answered within ten working days.", "78%"),  # a value subject of an active verb
+        ("The network grew to 1,243 km of adopted road.", "1,243 km"),  # what the value is of: not "the network"
+        ("Online and app reports rose to 74% of the total.", "74%"),
     ],
 )
 def test_what_a_cause_people_or_an_event_did_fills_none(text: str, value: str) -> None:
