@@ -164,10 +164,11 @@ def _fairness(c: Candidate, index: SeriesIndex, kinds: tuple[str, ...]) -> tuple
 
 
 def _to_come(qualifier: str, group: str) -> bool:
-    """A period that begins after this year: no document could state it yet, and nobody asks a corpus for it ("In
-    2031, what was the population of ...?")."""
+    """A period that begins after this year, or this year itself: no document could state it yet, and nobody asks a
+    corpus for it ("In 2031, what was the population of ...?")."""
     first = re.search(YEAR, qualifier) if group == "periods" else None
-    return first is not None and int(first.group(0)) > datetime.date.today().year
+    this = datetime.date.today().year
+    return first is not None and (int(first.group(0)) > this or qualifier.strip() == str(this))
 
 
 def _negative(
