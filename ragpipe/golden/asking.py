@@ -318,7 +318,8 @@ def _render(
         opening = []  # "Led by forward Dion Whitlock and coach ..., how many games": an aside, not the question's
     rest = [t for t in kept if t.i >= first]
     left = subject.left_edge if subject is not None else None
-    named = left is not None and (left.pos_ == "PROPN" or left.ent_type_ in _NAMES)  # "Riverside", "French"
+    named = left is not None and (left.pos_ == "PROPN" or left.ent_type_ in _NAMES or subject.pos_ == "PROPN")
+    # "Riverside", "French", "Bright Streets" (a name whose first word the parse reads as an adjective)
     if left is not None and left.i == 0 and not named and not left.text[1:].isupper():
         words.setdefault(left.i, left.text[:1].lower() + left.text[1:])  # no longer the first word
     lead = _read(opening, words).strip()

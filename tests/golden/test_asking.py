@@ -92,6 +92,11 @@ def _titled(text: str, period: Span | None, sentence: Sentence | None = None) ->
             "3,870 deposits", "how many deposits", "September 2023", "September 2024",
             "How many deposits have international applicants paid for September 2024 entry?",
         ),
+        (  # a name whose first word the parse reads as an adjective keeps its capital
+            "Bright Streets converted 1,560 lanterns in the quarter.",
+            "1,560 lanterns", "how many lanterns", "the quarter", "Q4 2022/23",
+            "How many lanterns did Bright Streets convert in Q4 2022/23?",
+        ),
     ],
 )  # fmt: skip
 def test_the_phrase_holding_the_value_is_asked_as_a_person_asks_it(
