@@ -41,7 +41,9 @@ _EVERY = {  # "a quarterly dividend", "the monthly report" name no figure of eve
     "quarter": re.compile(rf"{_NOT_HOW_OFTEN}\b(?:a|each|every|per) quarter\b{_NOT_AGO}", re.I),
     "month": re.compile(rf"{_NOT_HOW_OFTEN}\b(?:a|each|every|per) month\b{_NOT_AGO}", re.I),
 }
-_CUMULATIVE = re.compile(r"\b(?:to date|half[- ]year|first half|(?:six|nine) months (?:to|ended|ending))\b", re.I)
+_CUMULATIVE = re.compile(
+    r"\b(?:(?<!up )to date|half[- ]year|first half|(?:six|nine) months (?:to|ended|ending))\b", re.I
+)
 _QUARTER_BEFORE = re.compile(r"\bQ([1-4]) (?:of )?last year\b", re.I)
 
 
@@ -196,8 +198,9 @@ class Corpus:
             naming = [s for s in naming if _states_measure(c.core, s.words)]
         scored = sorted(((s, self.share(c.attribute, s.words)) for s in naming), key=lambda x: (-x[1], x[0].chunk_id))
         ev = Evidence(pattern.pattern, len(naming), [(s.chunk_id, s.text, share) for s, share in scored[:3]])
-        if c.label and c.qualifier.kind in ("quarter", "q") and c.value.kind in ("count", "money"):  # Q1 = YTD - Q2
-            summed = next((s for s in self.searched if self._summed(c, s)), None)
+        if c.qualifier.kind in ("quarter", "q") and c.value.kind in ("count", "money"):  # Q1 = YTD - Q2
+            lines = self.searched if c.label else [c.sentence]  # a sentence's measure is its own, not its subject's
+            summed = next((s for s in lines if self._summed(c, s)), None)
             if summed is not None:
                 ev.answered_by = (summed.chunk_id, summed.text)
                 return ev
@@ -238,8 +241,11 @@ class Corpus:
 
     def _summed(self, c: Candidate, s: Sentence) -> bool:
         """Another line states the row's measure in a document that sums quarters ("Year to date (1 April to 30
-        September)", "half-year"): one quarter is the sum less the others, so no quarter of it is unanswerable."""
-        if s.text == c.sentence.text or not _states_measure(c.core, s.words):
+        September)", "half-year"), or the trap itself sums them ("£5.4m in the quarter, giving £11.3m for the year to
+        date"): one quarter is the sum less the others, so no quarter of it is unanswerable."""
+        if s.text == c.sentence.text:
+            return bool(_CUMULATIVE.search(s.text))
+        if not _states_measure(c.core, s.words):
             return False
         return bool(_CUMULATIVE.search(self.documents.get(s.doc_id, "")))
 

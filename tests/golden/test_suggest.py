@@ -99,6 +99,20 @@ def test_a_year_named_inside_a_documents_text_is_not_what_its_undated_sentences_
     assert not _corpus(headed).search(c, "2019").absent
 
 
+def test_a_quarter_is_answered_where_its_trap_sums_the_year_to_date_and_not_by_a_policy_kept_up_to_date() -> None:
+    """ "$5.4 million, giving $11.3 million for the year to date" in the Q2 report gives Q1 ($5.9 million); "keep
+    their calendar up to date" in a policy sums nothing."""
+    report = "Quarterly Report\n\nAgency spending for the second quarter of 2023 was $5.4 million{}."
+    policy = "Remote Work Policy\n\nThe company asks staff to keep their calendar up to date."
+    for tail, absent in ((", giving $11.3 million for the year to date", False), ("", True)):
+        corpus = _corpus({"q2-2023.md": report.format(tail), "policy.md": policy})
+        c = next(c for s in corpus.sentences if s.doc_id == "q2-2023.md" for c in candidates(s))
+        assert corpus.search(c, "first quarter of 2023").absent is absent
+    from ragpipe.golden.absence import _CUMULATIVE
+
+    assert _CUMULATIVE.search(policy) is None and _CUMULATIVE.search("Year to date (1 April to 30 June)")
+
+
 def test_how_often_a_thing_is_done_is_no_figure_of_every_year() -> None:
     """ "audits compliance at least once a year" states no figure of each year; "about 9,900 faults a year" does."""
     report = "Annual Report\n\nThe network recorded 9,922 faults in 2021, a record low."
