@@ -166,7 +166,8 @@ After accepting: `ragpipe ci` runs the new tests; `ragpipe golden validate` chec
         "--kinds",
         default="periods,versions,names,changes",
         help="qualifiers to vary, comma-separated: periods (years, quarters, dates, a report's own period named by its "
-        "title; only along a series the corpus states, or a recurring period of a measure), versions, names "
+        "title; only along a series the corpus states, or a recurring period of a measure; in prose only a sentence "
+        "a template asks: what a measure was, what was done, what an organisation did), versions, names "
         '(SHA-256, HR-400, `module.attr`), changes (a change note of reference documentation, "Changed in '
         'version 3.4: ...", asked about another version) (default: those four); false-premise (not by default: a '
         "one-off statement's year moved, whose pass is an answer that corrects the premise)",
