@@ -44,6 +44,11 @@ _EVERY = {  # "a quarterly dividend", "the monthly report" name no figure of eve
 _CUMULATIVE = re.compile(
     r"\b(?:(?<!up )to date|half[- ]year|first half|(?:six|nine) months (?:to|ended|ending))\b", re.I
 )
+# a quarter named without a year ("Quarter 1 figures were", "in the first quarter"): its title's year's
+_BARE_QUARTER = re.compile(
+    r"\b(?:quarter ([1-4])|Q([1-4])|(first|second|third|fourth) quarter)\b(?!,?\s*(?:of\s+)?(?:19|20)\d\d| last year)",
+    re.I,
+)
 _QUARTER_BEFORE = re.compile(r"\bQ([1-4]) (?:of )?last year\b", re.I)
 
 
@@ -136,7 +141,20 @@ class Corpus:
             if pattern.search(s.text)
             or (s.doc_id in docs and group not in self.groups_of(s.text))
             or pattern.search(self.year_before(s))
+            or pattern.search(self.titles_quarter(s))
         ]
+
+    def titles_quarter(self, s: Sentence) -> str:
+        """A quarter the sentence names without its year ("Quarter 1 figures ... were"), as that quarter of the year
+        its document's title names (the Q2 2023/24 report's "Quarter 1" is Q1 2023/24), each it names; '' where it
+        names none."""
+        title = self.periods.get(s.doc_id)
+        bare = _BARE_QUARTER.findall(s.text) if title is not None else []
+        year = re.search(r"(?:19|20)\d\d(?:[/-]\d\d)?", title.text) if bare and title is not None else None
+        if year is None:
+            return ""
+        ns = [next(g for g in found if g) for found in bare]  # "Q1 Q2 Q3 YTD": each of them
+        return "; ".join(f"Q{n if n.isdigit() else _ORDINALS.index(n.lower()) + 1} {year.group(0)}" for n in ns)
 
     def year_before(self, s: Sentence) -> str:
         """The period a year before the sentence's own, where the sentence names it by where it stands ("at the

@@ -79,8 +79,9 @@ def _found(pattern: str, qualifier: str) -> str:
 
 
 def forms(qualifier: str, kind: str) -> re.Pattern[str]:
-    """Every way the corpus could name a qualifier, as one pattern: a quarter as words or as Qn, with the year
-    anywhere after it, or any range of months in its years (whose quarter it is depends on the financial year); a year or a version number alone (no sentence with it may answer); a name as written."""
+    """Every way the corpus could name a qualifier, as one pattern: a quarter as words, as Qn or "Quarter n", with
+    the year anywhere after it, or any range of months in its years (whose quarter it is depends on the financial
+    year); a year or a version number alone (no sentence with it may answer); a name as written."""
     year = _found(_YEAR, qualifier) if kind in ("quarter", "q", "month", "year", "fy", "split") else ""
     if kind in ("quarter", "q"):
         n = _ORDINALS.index(qualifier.split()[0].lower()) + 1 if kind == "quarter" else int(qualifier[1])
@@ -88,7 +89,7 @@ def forms(qualifier: str, kind: str) -> re.Pattern[str]:
         years = f"{year}|{year[:2]}{split.group(1)}" if split else year
         months = "|".join(m[:3] for m in _MONTHS)  # "Apr-Jun 2023": some organisation's quarter, maybe this one
         ranged = rf"\b(?:{months})[a-z]*\.?\s?(?:[\u2013-]|to)\s?(?:{months})[a-z]*\.?,?\s+(?:{years})\b"
-        return re.compile(rf"\b(?:{_ORDINALS[n - 1]} quarter|Q{n})\b.*?\b{year}\b|{ranged}", re.I)
+        return re.compile(rf"\b(?:{_ORDINALS[n - 1]} quarter|Q{n}|quarter {n})\b.*?\b{year}\b|{ranged}", re.I)
     if kind == "month":
         month = _found("|".join(_MONTHS), qualifier)
         return re.compile(rf"\b{month}\b.*?\b{year}\b|\b{year}-{_MONTHS.index(month) + 1:02d}\b", re.I)

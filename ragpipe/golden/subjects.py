@@ -26,8 +26,9 @@ def points_back(tokens: list[Any]) -> bool:
 
 
 def aside_after(subject: Any, verb: Any) -> bool:
-    """Between the subject and its verb stands an aside set off by a comma ("absence, meaning ..., accounted")."""
-    return any(t.text == "," for t in subject.doc[subject.right_edge.i + 1 : verb.i])
+    """Between the subject and its verb stands an aside set off by a comma ("absence, meaning ..., accounted"), or
+    the subject holds one ("Underlying commercial traffic, excluding the wind farm, rose": which wind farm?)."""
+    return any(t.text == "," for t in subject.doc[subject.left_edge.i : verb.i])
 
 
 def names_its_referent(subject: Any) -> bool:

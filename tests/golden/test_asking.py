@@ -147,6 +147,14 @@ def test_no_question_where_the_parse_gives_none_a_person_would_read(text: str, v
     assert _ask(text, value, "what", qualifier, "2021") is None
 
 
+def test_a_subject_that_holds_an_aside_gives_no_question() -> None:
+    """ "excluding the wind farm" inside the subject: the question would name a wind farm it never introduced."""
+    text = "Underlying commercial traffic, excluding the wind farm, rose by around 2% in 2022/23."
+    assert _ask(text, "around 2%", "by what percentage", "2022/23", "2021/22") is None
+    plain = "Underlying commercial traffic rose by around 2% in 2022/23."
+    assert _ask(plain, "around 2%", "by what percentage", "2022/23", "2021/22") is not None
+
+
 def test_a_standing_rule_in_the_present_is_asked_only_of_a_period_not_yet_over() -> None:
     text = "In 2025/26, fees for international students rise by about 4% for new entrants."
     assert _ask(text, "4%", "what percentage", "2025/26", "2087/88") == (
