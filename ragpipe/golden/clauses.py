@@ -44,12 +44,10 @@ def template(text: str, value: tuple[int, int]) -> str:
     subject = _subject(verb)
     if subject is None or subject.dep_ != "nsubj":
         return ""
-    if any(t.dep_ == "prep" and t.lower_ == "of" for t in phrase.children):
-        return ""  # "grew to 1,243 km of adopted road", "rose to 74% of the total": "what was the network?"
-    if moved.i == phrase.i and phrase.dep_ in ("attr", "acomp", "dobj") and verb.lemma_ in {"be", "have"} | _LEVELS:
-        return "level"
-    if moved.lower_ in ("to", "at", "by") and verb.lemma_ in _LEVELS:
-        return "level"  # "rose to £8.6 million", "fell by about 4%"
+    of_what = any(t.dep_ == "prep" and t.lower_ == "of" for t in phrase.children)  # "1,243 km of adopted road"
+    level = moved.i == phrase.i and phrase.dep_ in ("attr", "acomp", "dobj") and verb.lemma_ in {"be", "have"} | _LEVELS
+    if level or (moved.lower_ in ("to", "at", "by") and verb.lemma_ in _LEVELS):  # "rose to £8.6 million"
+        return "" if of_what else "level"  # "grew to 1,243 km of adopted road": "what was the network?"
     named = subject.pos_ == "PROPN" or subject.ent_type_ == "ORG" or subject.lemma_.lower() in _ORGANISATIONS
     return "output" if phrase.dep_ == "dobj" and named else ""
 

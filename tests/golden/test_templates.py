@@ -25,6 +25,7 @@ def _shape(text: str, value: str) -> str:
         ("In the year 50 older vehicles were withdrawn.", "50 older vehicles", "count"),
         ("The £14,250 in surcharges was paid into the Community Fund.", "£14,250", "count"),
         ("The company shipped 1,184 robot arms in fiscal year 2023.", "1,184 robot arms", "output"),
+        ("ABS Radio Aldmoor broadcast 6,420 hours of live local output.", "6,420 hours", "output"),
         ("Online, ABS Local published 21,400 news stories, about 59 a day.", "21,400 news stories", "output"),
     ],
 )
