@@ -53,6 +53,10 @@ truly unanswerable with a tempting trap.
     .venv/bin/python bench/suggest.py canon --negatives 40         # bench/data/suggest/canon (12 articles)
     .venv/bin/python bench/suggest.py ferryco --negatives 40       # bench/data/suggest/ferryco (10 documents)
     .venv/bin/python bench/suggest.py adulted --negatives 40       # bench/data/suggest/adulted (10 documents)
+    .venv/bin/python bench/suggest.py treatise --negatives 40      # bench/data/suggest/treatise (12 articles)
+    .venv/bin/python bench/suggest.py epitome --negatives 40       # bench/data/suggest/epitome (12 articles)
+    .venv/bin/python bench/suggest.py bloodsvc --negatives 40      # bench/data/suggest/bloodsvc (10 documents)
+    .venv/bin/python bench/suggest.py bikeshare --negatives 40     # bench/data/suggest/bikeshare (10 documents)
     .venv/bin/python bench/suggest.py example --negatives 40       # examples/corpus (the bundled example)
     .venv/bin/python bench/suggest.py omnibus --negatives 40       # bench/data/suggest/omnibus (12 articles)
     .venv/bin/python bench/suggest.py ambulance --negatives 40     # bench/data/suggest/ambulance (10 documents)
@@ -174,6 +178,13 @@ CORPORA = {
     "canon": (JUDGED / "canon", []),
     "ferryco": (JUDGED / "ferryco", []),
     "adulted": (JUDGED / "adulted", []),
+    # round 23, rules frozen at 822609a, after round 22's four corpora had been read: two collections of 12
+    # encyclopedia articles; 10 documents of a regional blood and transplant service; 10 of a city's bicycle-hire
+    # operator
+    "treatise": (JUDGED / "treatise", []),
+    "epitome": (JUDGED / "epitome", []),
+    "bloodsvc": (JUDGED / "bloodsvc", []),
+    "bikeshare": (JUDGED / "bikeshare", []),
 }
 
 
