@@ -28,7 +28,8 @@ def points_back(tokens: list[Any]) -> bool:
 def aside_after(subject: Any, verb: Any) -> bool:
     """Between the subject and its verb stands an aside set off by a comma ("absence, meaning ..., accounted"), or
     the subject holds one ("Underlying commercial traffic, excluding the wind farm, rose": which wind farm?)."""
-    return any(t.text == "," for t in subject.doc[subject.left_edge.i : verb.i])
+    commas = [t for t in subject.doc[subject.left_edge.i : verb.i] if t.text == ","]
+    return any(not t.nbor(1).like_num for t in commas)  # "at September 30, 2023" is a date, no aside
 
 
 def names_its_referent(subject: Any) -> bool:

@@ -153,6 +153,8 @@ def test_a_subject_that_holds_an_aside_gives_no_question() -> None:
     assert _ask(text, "around 2%", "by what percentage", "2022/23", "2021/22") is None
     plain = "Underlying commercial traffic rose by around 2% in 2022/23."
     assert _ask(plain, "around 2%", "by what percentage", "2022/23", "2021/22") is not None
+    dated = "Headcount at September 30, 2023 was 651, including the engineers who joined from Lumen."
+    assert _ask(dated, "651", "how many", "September 30, 2023", "September 30, 2022") is not None  # a date's comma
 
 
 def test_a_standing_rule_in_the_present_is_asked_only_of_a_period_not_yet_over() -> None:
