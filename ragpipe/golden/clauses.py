@@ -26,9 +26,9 @@ def template(text: str, value: tuple[int, int]) -> str:
     reserve rose to £8.6 million", "The scheme had 87 referrals"); 'count', the counted things or the money are the
     subject of a passive ("50 older vehicles were withdrawn", "£14,250 in surcharges was paid into the fund");
     'output', an organisation, or a named part of one, did them ("Halvorsen shipped 1,184 robot arms", "ABS Local
-    published 21,400 news stories"). '' for any other statement:
-    what a cause, a person or an event did ("Ground movement caused 1,402 bursts", "Officers removed 3,400 heaters
-    from sale after broadcast") reads as one happening, and its question as the sentence taken apart."""
+    published 21,400 news stories"). '' for any other statement: what a cause, a person or an event did ("Ground
+    movement caused 1,402 bursts", "Officers removed 3,400 heaters from sale after broadcast") reads as one
+    happening, and its question as the sentence taken apart."""
     doc = parse(text)
     tokens = _tokens(doc, value)
     if not tokens:

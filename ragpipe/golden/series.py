@@ -94,9 +94,8 @@ def cadence(c: Candidate, index: SeriesIndex) -> int:
     if c.qualifier.kind != "year":
         return 1
     of, year = c.core or c.attribute, int(c.qualifier.text)
-    stated = [q for words, q in index.by_kind.get("year", []) if _same(of, words)]
-    if c.columns:  # a table's row: its own columns are the series (another article's "population" is another's)
-        stated = list(c.columns)
+    # a table's row: its own columns are the series (another article's "population" is another town's)
+    stated = list(c.columns) or [q for words, q in index.by_kind.get("year", []) if _same(of, words)]
     years = {year} | {int(y) for q in stated for y in re.findall(YEAR, q)}
     latest = sorted(years)[-2:]  # the series as it stands now: 2015, 2020, 2023 is no longer five-yearly
     for step in (10, 5, 4, 2):  # most of the stated years on the step, the latest two too (a stray year aside)
